@@ -1,0 +1,83 @@
+# kube-proxy overlay: a patched kube-proxy built from a pinned upstream tag.
+#
+#   make build                 _output/bin/kube-proxy (the patched binary)
+#   make test                  the overlay's tests and upstream's tests on the patched tree
+#   make verify-reproducible   a second, isolated build must give the same sha256
+#   make build-upstream        the pristine upstream binary, for side-by-side comparisons
+#
+# UPSTREAM selects the upstream line (default: the tag pinned in go.mod).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DELETE_ON_ERROR:
+.DEFAULT_GOAL := build
+
+ROOT := $(CURDIR)
+PINNED := $(shell go list -m -f '{{.Version}}' k8s.io/kubernetes)
+UPSTREAM ?= $(PINNED)
+ifneq ($(UPSTREAM),$(PINNED))
+$(error UPSTREAM=$(UPSTREAM) is not a line this repo knows; go.mod pins $(PINNED))
+endif
+MODDIR := $(ROOT)
+
+SRC := _output/src/$(UPSTREAM)
+PRISTINE := $(SRC)/pristine
+PATCHED := $(SRC)/patched
+ifeq ($(UPSTREAM),$(PINNED))
+BIN := _output/bin/kube-proxy
+else
+BIN := _output/$(UPSTREAM)/bin/kube-proxy
+endif
+UPSTREAM_BIN := _output/upstream/$(UPSTREAM)/bin/kube-proxy
+
+PATCHES := $(sort $(wildcard patches/*.patch))
+OVERLAY_FILES := $(shell find overlay -type f 2>/dev/null | LC_ALL=C sort)
+BUILD_SCRIPTS := build/lib.sh build/assemble.sh build/build.sh
+
+# Build metadata. The version is the tag plus a semver build suffix counting this repo's commits;
+# the build date is the tag's commit time, so two builds of one commit are byte-identical.
+OVERLAY_N := $(shell git rev-list --count HEAD 2>/dev/null || echo 0)
+VERSION := $(UPSTREAM)+overlay.$(OVERLAY_N)
+export SOURCE_DATE_EPOCH := $(shell . build/lib.sh && tag_epoch $(MODDIR) $(UPSTREAM))
+export KUBE_GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+export KUBE_GIT_TREE_STATE := $(shell test -z "$$(git status --porcelain 2>/dev/null)" && echo clean || echo dirty)
+
+.PHONY: build build-upstream tree test test-go verify-reproducible deps deps-test clean FORCE
+
+build: $(BIN)
+
+build-upstream: $(UPSTREAM_BIN)
+
+tree: $(PATCHED)/.upstream-tag
+
+$(PRISTINE)/.upstream-tag: go.mod go.sum $(BUILD_SCRIPTS)
+	build/assemble.sh pristine $(MODDIR) $(PRISTINE)
+
+$(PATCHED)/.upstream-tag: $(PRISTINE)/.upstream-tag $(PATCHES) $(OVERLAY_FILES) $(BUILD_SCRIPTS)
+	build/assemble.sh patched $(PRISTINE) patches overlay $(PATCHED)
+
+# The stamped version lives in a file that changes only when the version does, so that a new
+# commit relinks the binary and nothing else does.
+_output/version.$(UPSTREAM): FORCE
+	@mkdir -p $(@D); v="$(VERSION) $(KUBE_GIT_COMMIT) $(KUBE_GIT_TREE_STATE)"; \
+	  [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
+
+$(BIN): $(PATCHED)/.upstream-tag _output/version.$(UPSTREAM) build/build.sh
+	build/build.sh $(PATCHED) $@ $(VERSION)
+	@$@ --version
+
+$(UPSTREAM_BIN): $(PRISTINE)/.upstream-tag build/build.sh
+	KUBE_GIT_COMMIT= build/build.sh $(PRISTINE) $@ $(UPSTREAM)
+
+# deps installs the Debian packages the tests need, when they are missing.
+deps-test:
+	@build/deps.sh test
+
+test: deps-test $(BIN)
+	build/test.sh $(PATCHED)
+
+verify-reproducible: $(BIN)
+	build/verify-reproducible.sh $(BIN)
+
+clean:
+	rm -rf _output

@@ -1,0 +1,42 @@
+# Shared helpers for the build scripts. Source it; do not run it.
+# shellcheck shell=bash
+
+# die prints its arguments to stderr and exits non-zero.
+die() { echo "error: $*" >&2; exit 1; }
+
+# log prints a progress line to stderr.
+log() { echo "==> $*" >&2; }
+
+# pinned_tag prints the k8s.io/kubernetes version that the go.mod in directory $1 requires.
+pinned_tag() {
+	local v
+	v=$(cd "$1" && go list -m -f '{{.Version}}' k8s.io/kubernetes) || die "cannot read the pinned k8s.io/kubernetes from $1/go.mod"
+	[ -n "$v" ] || die "$1/go.mod does not require k8s.io/kubernetes"
+	echo "$v"
+}
+
+# staging_modules prints "path version" for every staging module that the go.mod in directory
+# $1 pins with a replace directive (upstream's own go.mod replaces them with local paths).
+staging_modules() {
+	(cd "$1" && go list -m -f '{{if .Replace}}{{.Path}} {{.Replace.Version}}{{end}}' all) |
+		awk '$1 ~ /^k8s\.io\// && NF == 2'
+}
+
+# module_dir downloads module $2@$3 through the go.mod in directory $1 (so go.sum verifies it)
+# and prints its directory in the module cache.
+module_dir() {
+	local dir
+	dir=$(cd "$1" && GOFLAGS=-mod=readonly go mod download -json "$2@$3" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -n "$dir" ] && [ -d "$dir" ] || die "go mod download $2@$3 failed (is it in go.sum?)"
+	echo "$dir"
+}
+
+# tag_epoch prints the commit time of the pinned tag as Unix seconds, from the module proxy's
+# .info record (verified alongside the module), for SOURCE_DATE_EPOCH.
+tag_epoch() {
+	local info t
+	info=$(cd "$1" && go mod download -json "k8s.io/kubernetes@$2" | sed -n 's/^[[:space:]]*"Info": "\(.*\)",$/\1/p')
+	t=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$info")
+	[ -n "$t" ] || die "no commit time recorded for k8s.io/kubernetes@$2"
+	date -u -d "$t" +%s
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# test.sh TREE runs the project's tests and prints a plain summary of what ran:
+#   0. UPSTREAM.md's hash and patch tables against go.sum and patches/;
+#   1. the build tooling's own tests (this repo's Go module);
+#   2. with -race, in the patched TREE: every package that holds overlay files, plus upstream's
+#      ./pkg/proxy/... and ./cmd/kube-proxy/....
+# Tests listed in conformance/known-broken.txt are skipped by name, and listed with their reason.
+# Any failure fails the run; nothing is filtered silently.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+[ $# -eq 1 ] || die "usage: $0 TREE"
+root=$(cd "$here/.." && pwd)
+tree=$(cd "$1" && pwd)
+pristine="$(dirname "$tree")/pristine"
+
+summary="$root/_output/bin/testsummary"
+(cd "$root" && go build -o "$summary" ./build/testsummary)
+
+log "UPSTREAM.md against go.sum and patches/"
+"$here/check-upstream-md.sh"
+
+log "build tooling tests"
+(cd "$root" && go test -json ./build/...) | "$summary" -group tooling=github.com/
+
+# Overlay packages: directories under overlay/ that hold Go files. A package that does not exist
+# upstream is counted as "overlay"; one that upstream has is counted with upstream.
+overlay_pkgs=()
+groups=()
+while IFS= read -r d; do
+	overlay_pkgs+=("./$d/...")
+	[ -d "$pristine/$d" ] || groups+=("-group" "overlay=k8s.io/kubernetes/$d")
+done < <(cd "$root/overlay" && find . -name '*.go' -printf '%h\n' | sed 's|^\./||' | LC_ALL=C sort -u)
+groups+=("-group" "upstream=k8s.io/")
+
+skip=()
+known="$root/conformance/known-broken.txt"
+if grep -qv '^\s*\(#\|$\)' "$known" 2>/dev/null; then
+	echo "Known-broken upstream tests, skipped (conformance/known-broken.txt):"
+	grep -v '^\s*\(#\|$\)' "$known" | sed 's/^/  /'
+	skip=(-skip "^($(grep -v '^\s*\(#\|$\)' "$known" | awk '{print $1}' | paste -sd'|'))\$")
+fi
+
+log "overlay and upstream tests on the patched tree (-race)"
+cd "$tree"
+CGO_ENABLED=1 go test -race -json -timeout 30m "${skip[@]}" \
+	"${overlay_pkgs[@]}" ./pkg/proxy/... ./cmd/kube-proxy/... | "$summary" "${groups[@]}"

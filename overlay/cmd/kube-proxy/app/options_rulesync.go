@@ -1,0 +1,94 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	kubeproxyconfigv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
+	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
+	"sigs.k8s.io/yaml"
+)
+
+// ruleSyncFlags names the flags of the ruleSync config section. Unlike upstream's other flags,
+// each of them, when set explicitly, overrides the value from --config.
+var ruleSyncFlags = []string{"full-sync-period", "full-sync-jitter", "sync-splay"}
+
+// addRuleSyncFlags registers the ruleSync flags, bound to o.config.RuleSync.
+func (o *Options) addRuleSyncFlags(fs *pflag.FlagSet) {
+	rs := &o.config.RuleSync
+	fs.DurationVar(&rs.FullSyncPeriod.Duration, "full-sync-period", rs.FullSyncPeriod.Duration,
+		"How often the proxier re-writes all of its rules, rather than only the changed ones (e.g. '30m', '1h'). 0 disables periodic full syncs; they still happen at start-up and after a failed sync. Periodic full syncs are anchored to the wall clock, not to process start. Applies to iptables and nftables mode.")
+	fs.Float64Var(&rs.FullSyncJitter, "full-sync-jitter", rs.FullSyncJitter,
+		"Moves each periodic full sync away from its slot by a uniform random amount of up to half this fraction of --full-sync-period, to either side. Must be in [0, 1).")
+	fs.DurationVar(&rs.SyncSplay.Duration, "sync-splay", rs.SyncSplay.Duration,
+		"The largest offset of this node's full-sync schedule. The offset is derived from the node name with a stable hash and lies in [0, sync-splay), so that nodes that joined together do not full-sync together. Must be in [0, --full-sync-period]; setting it equal to --full-sync-period spreads nodes over the whole period.")
+}
+
+// applyRuleSyncFlags copies the ruleSync flags that were set explicitly on the command line from
+// o.config into loaded, the configuration read from --config, so that those flags win over the
+// file. Flags left at their defaults do not touch the file's values.
+func (o *Options) applyRuleSyncFlags(fs *pflag.FlagSet, loaded *kubeproxyconfig.KubeProxyConfiguration) {
+	if fs == nil {
+		return
+	}
+	from, to := &o.config.RuleSync, &loaded.RuleSync
+	for _, name := range ruleSyncFlags {
+		if !fs.Changed(name) {
+			continue
+		}
+		switch name {
+		case "full-sync-period":
+			to.FullSyncPeriod = from.FullSyncPeriod
+		case "full-sync-jitter":
+			to.FullSyncJitter = from.FullSyncJitter
+		case "sync-splay":
+			to.SyncSplay = from.SyncSplay
+		}
+	}
+}
+
+// checkRuleSyncStrict decodes the ruleSync section of a serialized KubeProxyConfiguration
+// strictly, and returns an error naming the problem when it holds an unknown or misspelled
+// field or a value of the wrong type. Upstream falls back to lenient decoding for the rest of the
+// file, which would silently ignore a typo such as "fullSyncPeriode"; this section is new, so no
+// older file depends on leniency there. A file without the section is accepted.
+func checkRuleSyncStrict(data []byte) error {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return fmt.Errorf("failed to decode: %w", err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(js, &top); err != nil {
+		return fmt.Errorf("failed to decode: %w", err)
+	}
+	section, ok := top["ruleSync"]
+	if !ok || bytes.Equal(section, []byte("null")) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(section))
+	dec.DisallowUnknownFields()
+	var rs kubeproxyconfigv1alpha1.KubeProxyRuleSyncConfiguration
+	if err := dec.Decode(&rs); err != nil {
+		return fmt.Errorf("invalid ruleSync section in the configuration file: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+const ruleSyncBaseConfig = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: nftables
+`
+
+// completeWith runs kube-proxy's real option parsing: flags registered by AddFlags, parsed from
+// args, then Complete and Validate.
+func completeWith(t *testing.T, config string, args ...string) (*Options, error) {
+	t.Helper()
+	o := NewOptions()
+	fs := pflag.NewFlagSet("kube-proxy", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if config != "" {
+		file := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config="+file)
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if err := o.Complete(fs); err != nil {
+		return o, err
+	}
+	return o, o.Validate()
+}
+
+func TestRuleSyncDefaults(t *testing.T) {
+	for name, config := range map[string]string{"flags only": "", "config file without the section": ruleSyncBaseConfig} {
+		t.Run(name, func(t *testing.T) {
+			o, err := completeWith(t, config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := o.config.RuleSync
+			if rs.FullSyncPeriod.Duration != time.Hour || rs.FullSyncJitter != 0.5 || rs.SyncSplay.Duration != 0 {
+				t.Errorf("defaults = %+v, want period 1h, jitter 0.5, splay 0", rs)
+			}
+		})
+	}
+}
+
+func TestRuleSyncFlags(t *testing.T) {
+	o, err := completeWith(t, "", "--full-sync-period=20m", "--full-sync-jitter=0.2", "--sync-splay=15m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := o.config.RuleSync
+	if rs.FullSyncPeriod.Duration != 20*time.Minute || rs.FullSyncJitter != 0.2 || rs.SyncSplay.Duration != 15*time.Minute {
+		t.Errorf("got %+v, want the flag values", rs)
+	}
+}
+
+func TestRuleSyncConfigFile(t *testing.T) {
+	config := ruleSyncBaseConfig + `ruleSync:
+  fullSyncPeriod: 30m
+  fullSyncJitter: 0.25
+  syncSplay: 30m
+`
+	t.Run("file values take effect", func(t *testing.T) {
+		o, err := completeWith(t, config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := o.config.RuleSync
+		if rs.FullSyncPeriod.Duration != 30*time.Minute || rs.FullSyncJitter != 0.25 || rs.SyncSplay.Duration != 30*time.Minute {
+			t.Errorf("got %+v, want the file's values", rs)
+		}
+	})
+	t.Run("explicit flags override the file", func(t *testing.T) {
+		o, err := completeWith(t, config, "--full-sync-period=2h", "--sync-splay=1h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := o.config.RuleSync
+		if rs.FullSyncPeriod.Duration != 2*time.Hour || rs.SyncSplay.Duration != time.Hour {
+			t.Errorf("got %+v, want period and splay from the flags", rs)
+		}
+		if rs.FullSyncJitter != 0.25 {
+			t.Errorf("jitter = %v, want the file's 0.25 (the flag was not set)", rs.FullSyncJitter)
+		}
+	})
+	t.Run("an explicit zero in the file disables periodic full syncs", func(t *testing.T) {
+		o, err := completeWith(t, ruleSyncBaseConfig+"ruleSync:\n  fullSyncPeriod: 0s\n  fullSyncJitter: 0\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs := o.config.RuleSync; rs.FullSyncPeriod.Duration != 0 || rs.FullSyncJitter != 0 {
+			t.Errorf("got %+v, want an explicit zero period and jitter kept", rs)
+		}
+	})
+}
+
+func TestRuleSyncRejectsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string
+		args         []string
+		want         string
+	}{
+		{name: "misspelled field in the section", config: ruleSyncBaseConfig + "ruleSync:\n  fullSyncPeriode: 30m\n",
+			want: `invalid ruleSync section in the configuration file: json: unknown field "fullSyncPeriode"`},
+		{name: "wrong type in the section", config: ruleSyncBaseConfig + "ruleSync:\n  fullSyncJitter: lots\n",
+			want: "fullSyncJitter of type float64"},
+		{name: "jitter flag out of range", args: []string{"--full-sync-jitter=1"},
+			want: "--full-sync-jitter must be in the range [0, 1)"},
+		{name: "splay above the period", args: []string{"--full-sync-period=10m", "--sync-splay=1h"},
+			want: "--sync-splay must be in the range [0, --full-sync-period] = [0, 10m0s]"},
+		{name: "negative period in the file", config: ruleSyncBaseConfig + "ruleSync:\n  fullSyncPeriod: -1m\n",
+			want: "--full-sync-period must be 0 (no periodic full syncs) or greater"},
+		{name: "flag that is not a duration", args: []string{"--sync-splay=soon"},
+			want: `invalid argument "soon" for "--sync-splay"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := completeWith(t, tc.config, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckRuleSyncStrictAcceptsJSONAndMissingSection(t *testing.T) {
+	for _, data := range []string{
+		`{"apiVersion":"kubeproxy.config.k8s.io/v1alpha1","kind":"KubeProxyConfiguration"}`,
+		`{"kind":"KubeProxyConfiguration","ruleSync":{"fullSyncPeriod":"1h","syncSplay":"1h"}}`,
+		ruleSyncBaseConfig + "ruleSync: null\n",
+	} {
+		if err := checkRuleSyncStrict([]byte(data)); err != nil {
+			t.Errorf("checkRuleSyncStrict(%s) = %v, want nil", data, err)
+		}
+	}
+}

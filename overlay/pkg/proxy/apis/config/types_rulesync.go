@@ -1,0 +1,35 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package config
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KubeProxyRuleSyncConfiguration holds the settings for how kube-proxy re-writes its rules,
+// for every proxy mode that performs periodic full syncs (iptables and nftables). Defaults
+// are applied in the versioned API; see v1alpha1.KubeProxyRuleSyncConfiguration.
+type KubeProxyRuleSyncConfiguration struct {
+	// FullSyncPeriod is the interval between periodic full syncs; 0 disables them.
+	FullSyncPeriod metav1.Duration
+	// FullSyncJitter is the fraction of FullSyncPeriod, in [0, 1), by which each periodic
+	// full sync moves randomly around its slot (half of it to each side).
+	FullSyncJitter float64
+	// SyncSplay is the largest per-node offset of the full-sync schedule, derived from the
+	// node name; at most FullSyncPeriod.
+	SyncSplay metav1.Duration
+}

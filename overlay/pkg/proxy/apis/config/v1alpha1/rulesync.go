@@ -1,0 +1,74 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/conversion"
+	kubeproxyconfigv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
+	"k8s.io/kubernetes/pkg/proxy/apis/config"
+)
+
+const (
+	// DefaultFullSyncPeriod is upstream's fixed full-sync period, kept as the default.
+	DefaultFullSyncPeriod = time.Hour
+	// DefaultFullSyncJitter spreads the periodic full syncs of nodes that share a slot over
+	// half the period. With the default splay of 0 every node shares the same wall-clock
+	// slot, so the jitter alone must keep a cluster from full-syncing at one instant.
+	DefaultFullSyncJitter = 0.5
+)
+
+// SetDefaults_KubeProxyRuleSyncConfiguration fills in the unset fields of obj with their
+// defaults. An explicit zero period or jitter is kept.
+func SetDefaults_KubeProxyRuleSyncConfiguration(obj *kubeproxyconfigv1alpha1.KubeProxyRuleSyncConfiguration) {
+	if obj.FullSyncPeriod == nil {
+		obj.FullSyncPeriod = &metav1.Duration{Duration: DefaultFullSyncPeriod}
+	}
+	if obj.FullSyncJitter == nil {
+		j := DefaultFullSyncJitter
+		obj.FullSyncJitter = &j
+	}
+}
+
+// Convert_v1alpha1_KubeProxyRuleSyncConfiguration_To_config_KubeProxyRuleSyncConfiguration
+// converts the versioned section to the internal one; unset fields become zero.
+func Convert_v1alpha1_KubeProxyRuleSyncConfiguration_To_config_KubeProxyRuleSyncConfiguration(in *kubeproxyconfigv1alpha1.KubeProxyRuleSyncConfiguration, out *config.KubeProxyRuleSyncConfiguration, _ conversion.Scope) error {
+	*out = config.KubeProxyRuleSyncConfiguration{SyncSplay: in.SyncSplay}
+	if in.FullSyncPeriod != nil {
+		out.FullSyncPeriod = *in.FullSyncPeriod
+	}
+	if in.FullSyncJitter != nil {
+		out.FullSyncJitter = *in.FullSyncJitter
+	}
+	return nil
+}
+
+// Convert_config_KubeProxyRuleSyncConfiguration_To_v1alpha1_KubeProxyRuleSyncConfiguration
+// converts the internal section to the versioned one; every field is set explicitly, so a
+// round trip keeps an explicit zero.
+func Convert_config_KubeProxyRuleSyncConfiguration_To_v1alpha1_KubeProxyRuleSyncConfiguration(in *config.KubeProxyRuleSyncConfiguration, out *kubeproxyconfigv1alpha1.KubeProxyRuleSyncConfiguration, _ conversion.Scope) error {
+	period := in.FullSyncPeriod
+	jitter := in.FullSyncJitter
+	*out = kubeproxyconfigv1alpha1.KubeProxyRuleSyncConfiguration{
+		FullSyncPeriod: &period,
+		FullSyncJitter: &jitter,
+		SyncSplay:      in.SyncSplay,
+	}
+	return nil
+}

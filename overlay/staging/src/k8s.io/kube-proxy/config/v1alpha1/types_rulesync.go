@@ -1,0 +1,68 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KubeProxyRuleSyncConfiguration holds the settings for how kube-proxy re-writes its rules.
+// They apply to every proxy mode that performs periodic full syncs (iptables and nftables).
+//
+// The section is decoded strictly: an unknown field in it is an error, even when the rest of
+// the file is decoded leniently.
+type KubeProxyRuleSyncConfiguration struct {
+	// fullSyncPeriod is the interval between periodic full syncs, in which the proxier
+	// re-writes every Service's rules instead of only the changed ones (e.g. '30m', '1h').
+	// 0 disables periodic full syncs; full syncs still happen at start-up, after a failed
+	// sync, and whenever the proxier needs one. Defaults to 1h.
+	// +optional
+	FullSyncPeriod *metav1.Duration `json:"fullSyncPeriod,omitempty"`
+	// fullSyncJitter moves each periodic full sync away from its slot by a uniform random
+	// amount in [-jitter*fullSyncPeriod/2, +jitter*fullSyncPeriod/2]. It is a fraction in
+	// [0, 1). Defaults to 0.5.
+	// +optional
+	FullSyncJitter *float64 `json:"fullSyncJitter,omitempty"`
+	// syncSplay is the largest offset of this node's full-sync schedule. The offset is
+	// derived from the node name with a stable hash and lies in [0, syncSplay), so nodes
+	// keep their slots across restarts and spread evenly over the period. Must not exceed
+	// fullSyncPeriod. Defaults to 0.
+	// +optional
+	SyncSplay metav1.Duration `json:"syncSplay,omitempty"`
+}
+
+// DeepCopyInto copies the receiver into out. in must be non-nil.
+func (in *KubeProxyRuleSyncConfiguration) DeepCopyInto(out *KubeProxyRuleSyncConfiguration) {
+	*out = *in
+	if in.FullSyncPeriod != nil {
+		out.FullSyncPeriod = &metav1.Duration{Duration: in.FullSyncPeriod.Duration}
+	}
+	if in.FullSyncJitter != nil {
+		j := *in.FullSyncJitter
+		out.FullSyncJitter = &j
+	}
+}
+
+// DeepCopy returns a deep copy of the receiver, or nil for a nil receiver.
+func (in *KubeProxyRuleSyncConfiguration) DeepCopy() *KubeProxyRuleSyncConfiguration {
+	if in == nil {
+		return nil
+	}
+	out := new(KubeProxyRuleSyncConfiguration)
+	in.DeepCopyInto(out)
+	return out
+}
