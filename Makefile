@@ -4,6 +4,7 @@
 #   make test                  the overlay's tests and upstream's tests on the patched tree
 #   make verify-reproducible   a second, isolated build must give the same sha256
 #   make build-upstream        the pristine upstream binary, for side-by-side comparisons
+#   make bench-fleet           full-sync fleet simulation (FLEET_ARGS="-nodes 5000 ...")
 #
 # UPSTREAM selects the upstream line (default: the tag pinned in go.mod).
 
@@ -42,7 +43,7 @@ export SOURCE_DATE_EPOCH := $(shell . build/lib.sh && tag_epoch $(MODDIR) $(UPST
 export KUBE_GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
 export KUBE_GIT_TREE_STATE := $(shell test -z "$$(git status --porcelain 2>/dev/null)" && echo clean || echo dirty)
 
-.PHONY: build build-upstream tree test test-go verify-reproducible deps deps-test clean FORCE
+.PHONY: build build-upstream tree test bench-fleet verify-reproducible deps-test clean FORCE
 
 build: $(BIN)
 
@@ -73,11 +74,19 @@ $(UPSTREAM_BIN): $(PRISTINE)/.upstream-tag build/build.sh
 deps-test:
 	@build/deps.sh test
 
-test: deps-test $(BIN)
-	build/test.sh $(PATCHED)
+test: deps-test $(BIN) $(UPSTREAM_BIN)
+	build/test.sh $(PATCHED) $(BIN) $(UPSTREAM_BIN)
+
+# bench-fleet simulates a fleet of nodes joining together and reports how many full-sync at once,
+# driving the real schedule code (pkg/proxy/fullsync) from the patched tree.
+bench-fleet: $(PATCHED)/.upstream-tag
+	cd $(PATCHED) && go run ./test/fleetsim $(FLEET_ARGS)
 
 verify-reproducible: $(BIN)
 	build/verify-reproducible.sh $(BIN)
 
 clean:
 	rm -rf _output
+
+# Feature targets (image, benchmarks, conformance, ...) live in their own files.
+include $(sort $(wildcard build/mk/*.mk))

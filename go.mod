@@ -4,7 +4,7 @@ go 1.26.0
 
 // The pinned upstream. build/assemble.sh reads this file and go.sum; nothing here is compiled.
 require (
-	k8s.io/kubernetes v1.36.3
+	github.com/stretchr/testify v1.11.1
 	k8s.io/api v0.36.3
 	k8s.io/apiextensions-apiserver v0.36.3
 	k8s.io/apimachinery v0.36.3
@@ -31,6 +31,7 @@ require (
 	k8s.io/kube-scheduler v0.36.3
 	k8s.io/kubectl v0.36.3
 	k8s.io/kubelet v0.36.3
+	k8s.io/kubernetes v1.36.3
 	k8s.io/metrics v0.36.3
 	k8s.io/mount-utils v0.36.3
 	k8s.io/pod-security-admission v0.36.3
@@ -38,8 +39,9 @@ require (
 	k8s.io/sample-controller v0.36.3
 	k8s.io/streaming v0.36.3
 	sigs.k8s.io/knftables v0.0.21
-	github.com/stretchr/testify v1.11.1
 )
+
+require github.com/google/go-containerregistry v0.22.1 // indirect
 
 // Upstream requires its staging modules at v0.0.0 and replaces them with local paths, which
 // only works inside its own tree. Pin each one to the release that matches the tag.

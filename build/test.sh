@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# test.sh TREE runs the project's tests and prints a plain summary of what ran:
+# test.sh TREE BIN UPSTREAM_BIN runs the project's tests and prints a plain summary of what ran:
 #   0. UPSTREAM.md's hash and patch tables against go.sum and patches/;
 #   1. the build tooling's own tests (this repo's Go module);
-#   2. with -race, in the patched TREE: every package that holds overlay files, plus upstream's
+#   2. the config-file contract of the patched BIN and the pristine UPSTREAM_BIN;
+#   3. with -race, in the patched TREE: every package that holds overlay files, plus upstream's
 #      ./pkg/proxy/... and ./cmd/kube-proxy/....
 # Tests listed in conformance/known-broken.txt are skipped by name, and listed with their reason.
 # Any failure fails the run; nothing is filtered silently.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
-[ $# -eq 1 ] || die "usage: $0 TREE"
+[ $# -eq 3 ] || die "usage: $0 TREE BIN UPSTREAM_BIN"
 root=$(cd "$here/.." && pwd)
 tree=$(cd "$1" && pwd)
+bin=$2 upstream_bin=$3
 pristine="$(dirname "$tree")/pristine"
 
 summary="$root/_output/bin/testsummary"
@@ -40,6 +42,9 @@ if grep -qv '^\s*\(#\|$\)' "$known" 2>/dev/null; then
 	grep -v '^\s*\(#\|$\)' "$known" | sed 's/^/  /'
 	skip=(-skip "^($(grep -v '^\s*\(#\|$\)' "$known" | awk '{print $1}' | paste -sd'|'))\$")
 fi
+
+log "config file contract of the built binaries (patched and pristine upstream)"
+"$here/check-config-compat.sh" "$bin" "$upstream_bin"
 
 log "overlay and upstream tests on the patched tree (-race)"
 cd "$tree"

@@ -25,12 +25,14 @@ import (
 
 	kubeproxyconfigv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
+	"k8s.io/kubernetes/pkg/proxy/fullsync"
+	"k8s.io/kubernetes/pkg/proxy/rulesync"
 	"sigs.k8s.io/yaml"
 )
 
 // ruleSyncFlags names the flags of the ruleSync config section. Unlike upstream's other flags,
 // each of them, when set explicitly, overrides the value from --config.
-var ruleSyncFlags = []string{"full-sync-period", "full-sync-jitter", "sync-splay"}
+var ruleSyncFlags = []string{"full-sync-period", "full-sync-jitter", "sync-splay", "nftables-rule-shapes"}
 
 // addRuleSyncFlags registers the ruleSync flags, bound to o.config.RuleSync.
 func (o *Options) addRuleSyncFlags(fs *pflag.FlagSet) {
@@ -41,6 +43,8 @@ func (o *Options) addRuleSyncFlags(fs *pflag.FlagSet) {
 		"Moves each periodic full sync away from its slot by a uniform random amount of up to half this fraction of --full-sync-period, to either side. Must be in [0, 1).")
 	fs.DurationVar(&rs.SyncSplay.Duration, "sync-splay", rs.SyncSplay.Duration,
 		"The largest offset of this node's full-sync schedule. The offset is derived from the node name with a stable hash and lies in [0, sync-splay), so that nodes that joined together do not full-sync together. Must be in [0, --full-sync-period]; setting it equal to --full-sync-period spreads nodes over the whole period.")
+	fs.StringVar(&rs.NFTablesRuleShapes, "nftables-rule-shapes", rs.NFTablesRuleShapes,
+		"How the nftables proxier writes its load-balancing rules: 'SetFree' (one rule per endpoint, no per-rule sets, so the kernel's cost per Service stays flat) or 'Upstream' (upstream's per-rule numgen maps, whose kernel cost grows faster than the square of the number of Services).")
 }
 
 // applyRuleSyncFlags copies the ruleSync flags that were set explicitly on the command line from
@@ -62,6 +66,8 @@ func (o *Options) applyRuleSyncFlags(fs *pflag.FlagSet, loaded *kubeproxyconfig.
 			to.FullSyncJitter = from.FullSyncJitter
 		case "sync-splay":
 			to.SyncSplay = from.SyncSplay
+		case "nftables-rule-shapes":
+			to.NFTablesRuleShapes = from.NFTablesRuleShapes
 		}
 	}
 }
@@ -91,4 +97,18 @@ func checkRuleSyncStrict(data []byte) error {
 		return fmt.Errorf("invalid ruleSync section in the configuration file: %w", err)
 	}
 	return nil
+}
+
+// ruleSyncConfig returns the rule-sync settings that the proxiers of node nodeName get from the
+// completed configuration c.
+func ruleSyncConfig(c *kubeproxyconfig.KubeProxyConfiguration, nodeName string) rulesync.Options {
+	return rulesync.Options{
+		Schedule: fullsync.Config{
+			Period:   c.RuleSync.FullSyncPeriod.Duration,
+			Jitter:   c.RuleSync.FullSyncJitter,
+			Splay:    c.RuleSync.SyncSplay.Duration,
+			NodeName: nodeName,
+		},
+		UpstreamRuleShapes: c.RuleSync.NFTablesRuleShapes == kubeproxyconfig.RuleShapesUpstream,
+	}
 }

@@ -99,7 +99,8 @@ func NodeOffset(nodeName string, splay time.Duration) time.Duration {
 	sum := sha256.Sum256([]byte(nodeName))
 	h := binary.BigEndian.Uint64(sum[:8])
 	// The high word of h*splay is floor(h/2^64 * splay), which lies in
-	// [0, splay) and is uniform for a uniform h (up to a bias below 2^-20).
+	// [0, splay) and is uniform for a uniform h, up to a relative bias of at
+	// most splay/2^64 (about 2e-7 for a splay of one hour).
 	hi, _ := bits.Mul64(h, uint64(splay))
 	return time.Duration(hi)
 }

@@ -226,6 +226,7 @@ func TestNodeOffsetSpread(t *testing.T) {
 			for _, c := range counts {
 				chi2 += (float64(c) - expected) * (float64(c) - expected) / expected
 			}
+			t.Logf("chi-square of offsets over %d buckets: %.1f", buckets, chi2)
 			if chi2 > maxChi2 {
 				t.Errorf("chi-square of offsets over %d buckets = %.1f > %.1f; counts %v", buckets, chi2, maxChi2, counts)
 			}

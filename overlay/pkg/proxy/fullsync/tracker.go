@@ -176,7 +176,7 @@ func (t *Tracker) KeyValues() []any {
 // Synced; then it waits until NextTime and calls trigger. If no Synced follows
 // within the retry interval (the sync failed, was skipped, or is still
 // running), it calls trigger again, once per retry interval, never in a busy
-// loop. Whenever Synced moves the plan, Run re-arms for the new NextTime. When
+// loop. After every Synced, Run re-arms for the (possibly new) NextTime. When
 // the schedule is disabled, Run never calls trigger and only waits for stopCh.
 func (t *Tracker) Run(stopCh <-chan struct{}, trigger func()) {
 	if !t.sched.Enabled() {
@@ -184,7 +184,14 @@ func (t *Tracker) Run(stopCh <-chan struct{}, trigger func()) {
 		<-stopCh
 		return
 	}
+	// triggered is the plan for which trigger was last called.
+	var triggered time.Time
 	for {
+		select {
+		case <-stopCh:
+			return
+		default:
+		}
 		next, logger := t.snapshot()
 		kind, d := waitSynced, time.Duration(0)
 		if !next.IsZero() {
@@ -192,7 +199,12 @@ func (t *Tracker) Run(stopCh <-chan struct{}, trigger func()) {
 			if now.Before(next) {
 				kind, d = waitPlanned, next.Sub(now)
 			} else {
-				logger.V(4).Info("Periodic full sync due", "planned", next)
+				if next.Equal(triggered) {
+					logger.V(2).Info("Periodic full sync still not done after the retry interval, triggering it again", "planned", next, "retryInterval", t.retry)
+				} else {
+					logger.V(4).Info("Periodic full sync due", "planned", next)
+				}
+				triggered = next
 				trigger()
 				kind, d = waitRetry, t.retry
 			}

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -343,6 +344,8 @@ func TestRunRetriesAfterFailure(t *testing.T) {
 	const retry = 30 * time.Second
 	clk := testingclock.NewFakeClock(t0)
 	tr := mustTracker(t, Config{Period: time.Hour, Splay: time.Hour, NodeName: "b"}, 3, clk, retry)
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(4)))
+	tr.SetLogger(logger)
 	h := startRun(t, tr, clk)
 	h.expectWait(waitSynced, 0)
 
@@ -377,6 +380,20 @@ func TestRunRetriesAfterFailure(t *testing.T) {
 	}
 	h.expectWait(waitPlanned, tr.NextTime().Sub(clk.Now()))
 	h.stopAndExpectNoMoreEvents()
+
+	// One trigger was the planned one, six were retries; only the retries
+	// are logged at V(2), so that failing syncs are visible.
+	messages := map[string]int{}
+	for _, e := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+		messages[fmt.Sprintf("V(%d) %s", e.Verbosity, e.Message)]++
+	}
+	want := map[string]int{
+		"V(4) Periodic full sync due": 1,
+		"V(2) Periodic full sync still not done after the retry interval, triggering it again": 6,
+	}
+	if fmt.Sprint(messages) != fmt.Sprint(want) {
+		t.Errorf("logged %v, want %v", messages, want)
+	}
 }
 
 // TestRunRearmsOnSynced: each Synced makes Run re-read the plan and replace

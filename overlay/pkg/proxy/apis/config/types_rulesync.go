@@ -32,4 +32,15 @@ type KubeProxyRuleSyncConfiguration struct {
 	// SyncSplay is the largest per-node offset of the full-sync schedule, derived from the
 	// node name; at most FullSyncPeriod.
 	SyncSplay metav1.Duration
+	// NFTablesRuleShapes is RuleShapesSetFree or RuleShapesUpstream; empty means
+	// RuleShapesSetFree.
+	NFTablesRuleShapes string
 }
+
+const (
+	// RuleShapesSetFree makes the nftables proxier balance load with one rule per endpoint
+	// and no per-rule sets.
+	RuleShapesSetFree = "SetFree"
+	// RuleShapesUpstream makes the nftables proxier write upstream's per-rule numgen maps.
+	RuleShapesUpstream = "Upstream"
+)

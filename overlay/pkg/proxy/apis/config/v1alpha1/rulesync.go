@@ -44,12 +44,15 @@ func SetDefaults_KubeProxyRuleSyncConfiguration(obj *kubeproxyconfigv1alpha1.Kub
 		j := DefaultFullSyncJitter
 		obj.FullSyncJitter = &j
 	}
+	if obj.NFTablesRuleShapes == "" {
+		obj.NFTablesRuleShapes = config.RuleShapesSetFree
+	}
 }
 
 // Convert_v1alpha1_KubeProxyRuleSyncConfiguration_To_config_KubeProxyRuleSyncConfiguration
 // converts the versioned section to the internal one; unset fields become zero.
 func Convert_v1alpha1_KubeProxyRuleSyncConfiguration_To_config_KubeProxyRuleSyncConfiguration(in *kubeproxyconfigv1alpha1.KubeProxyRuleSyncConfiguration, out *config.KubeProxyRuleSyncConfiguration, _ conversion.Scope) error {
-	*out = config.KubeProxyRuleSyncConfiguration{SyncSplay: in.SyncSplay}
+	*out = config.KubeProxyRuleSyncConfiguration{SyncSplay: in.SyncSplay, NFTablesRuleShapes: in.NFTablesRuleShapes}
 	if in.FullSyncPeriod != nil {
 		out.FullSyncPeriod = *in.FullSyncPeriod
 	}
@@ -66,9 +69,10 @@ func Convert_config_KubeProxyRuleSyncConfiguration_To_v1alpha1_KubeProxyRuleSync
 	period := in.FullSyncPeriod
 	jitter := in.FullSyncJitter
 	*out = kubeproxyconfigv1alpha1.KubeProxyRuleSyncConfiguration{
-		FullSyncPeriod: &period,
-		FullSyncJitter: &jitter,
-		SyncSplay:      in.SyncSplay,
+		FullSyncPeriod:     &period,
+		FullSyncJitter:     &jitter,
+		SyncSplay:          in.SyncSplay,
+		NFTablesRuleShapes: in.NFTablesRuleShapes,
 	}
 	return nil
 }

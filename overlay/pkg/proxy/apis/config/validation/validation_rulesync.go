@@ -45,5 +45,12 @@ func validateRuleSync(c kubeproxyconfig.KubeProxyRuleSyncConfiguration, fldPath 
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("syncSplay"), c.SyncSplay.Duration.String(),
 			fmt.Sprintf("--sync-splay must be in the range [0, --full-sync-period] = [0, %v]", period)))
 	}
+	// The empty value (an internal config built without defaulting) means the default.
+	switch c.NFTablesRuleShapes {
+	case "", kubeproxyconfig.RuleShapesSetFree, kubeproxyconfig.RuleShapesUpstream:
+	default:
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("nftablesRuleShapes"), c.NFTablesRuleShapes,
+			[]string{kubeproxyconfig.RuleShapesSetFree, kubeproxyconfig.RuleShapesUpstream}))
+	}
 	return allErrs
 }

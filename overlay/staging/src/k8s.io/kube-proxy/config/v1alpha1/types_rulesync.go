@@ -43,6 +43,12 @@ type KubeProxyRuleSyncConfiguration struct {
 	// fullSyncPeriod. Defaults to 0.
 	// +optional
 	SyncSplay metav1.Duration `json:"syncSplay,omitempty"`
+	// nftablesRuleShapes selects how the nftables proxier writes its load-balancing rules:
+	// "SetFree" (the default) writes one rule per endpoint, each picking with the right
+	// conditional probability, so no rule creates a set and the kernel's cost per Service
+	// stays flat; "Upstream" writes upstream's per-rule anonymous numgen maps.
+	// +optional
+	NFTablesRuleShapes string `json:"nftablesRuleShapes,omitempty"`
 }
 
 // DeepCopyInto copies the receiver into out. in must be non-nil.
