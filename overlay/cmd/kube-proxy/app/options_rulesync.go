@@ -32,7 +32,7 @@ import (
 
 // ruleSyncFlags names the flags of the ruleSync config section. Unlike upstream's other flags,
 // each of them, when set explicitly, overrides the value from --config.
-var ruleSyncFlags = []string{"full-sync-period", "full-sync-jitter", "sync-splay", "nftables-rule-shapes"}
+var ruleSyncFlags = []string{"full-sync-period", "full-sync-jitter", "sync-splay", "nftables-rule-shapes", "max-sync-transaction-size"}
 
 // addRuleSyncFlags registers the ruleSync flags, bound to o.config.RuleSync.
 func (o *Options) addRuleSyncFlags(fs *pflag.FlagSet) {
@@ -45,6 +45,8 @@ func (o *Options) addRuleSyncFlags(fs *pflag.FlagSet) {
 		"The largest offset of this node's full-sync schedule. The offset is derived from the node name with a stable hash and lies in [0, sync-splay), so that nodes that joined together do not full-sync together. Must be in [0, --full-sync-period]; setting it equal to --full-sync-period spreads nodes over the whole period.")
 	fs.StringVar(&rs.NFTablesRuleShapes, "nftables-rule-shapes", rs.NFTablesRuleShapes,
 		"How the nftables proxier writes its load-balancing rules: 'SetFree' (one rule per endpoint, no per-rule sets, so the kernel's cost per Service stays flat) or 'Upstream' (upstream's per-rule numgen maps, whose kernel cost grows faster than the square of the number of Services).")
+	fs.Int32Var(&rs.MaxSyncTransactionSize, "max-sync-transaction-size", rs.MaxSyncTransactionSize,
+		"The largest number of operations the nftables proxier puts in one kernel transaction; a larger sync is split between Service ports into several transactions, so the kernel's commit lock is never held for long. 0 means one transaction per sync, as upstream does it.")
 }
 
 // applyRuleSyncFlags copies the ruleSync flags that were set explicitly on the command line from
@@ -68,6 +70,8 @@ func (o *Options) applyRuleSyncFlags(fs *pflag.FlagSet, loaded *kubeproxyconfig.
 			to.SyncSplay = from.SyncSplay
 		case "nftables-rule-shapes":
 			to.NFTablesRuleShapes = from.NFTablesRuleShapes
+		case "max-sync-transaction-size":
+			to.MaxSyncTransactionSize = from.MaxSyncTransactionSize
 		}
 	}
 }
@@ -110,5 +114,6 @@ func ruleSyncConfig(c *kubeproxyconfig.KubeProxyConfiguration, nodeName string) 
 			NodeName: nodeName,
 		},
 		UpstreamRuleShapes: c.RuleSync.NFTablesRuleShapes == kubeproxyconfig.RuleShapesUpstream,
+		MaxTransactionSize: int(c.RuleSync.MaxSyncTransactionSize),
 	}
 }

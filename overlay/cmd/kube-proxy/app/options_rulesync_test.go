@@ -62,15 +62,15 @@ func TestRuleSyncDefaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			rs := o.config.RuleSync
-			if rs.FullSyncPeriod.Duration != time.Hour || rs.FullSyncJitter != 0.5 || rs.SyncSplay.Duration != 0 || rs.NFTablesRuleShapes != "SetFree" {
-				t.Errorf("defaults = %+v, want period 1h, jitter 0.5, splay 0, SetFree shapes", rs)
+			if rs.FullSyncPeriod.Duration != time.Hour || rs.FullSyncJitter != 0.5 || rs.SyncSplay.Duration != 0 || rs.NFTablesRuleShapes != "" || rs.MaxSyncTransactionSize != 5000 {
+				t.Errorf("defaults = %+v, want period 1h, jitter 0.5, splay 0, default (empty: SetFree) shapes, 5000 operations per transaction", rs)
 			}
 		})
 	}
 }
 
 func TestRuleSyncFlags(t *testing.T) {
-	o, err := completeWith(t, "", "--full-sync-period=20m", "--full-sync-jitter=0.2", "--sync-splay=15m", "--nftables-rule-shapes=Upstream")
+	o, err := completeWith(t, "", "--full-sync-period=20m", "--full-sync-jitter=0.2", "--sync-splay=15m", "--nftables-rule-shapes=Upstream", "--max-sync-transaction-size=0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +78,8 @@ func TestRuleSyncFlags(t *testing.T) {
 	if rs.FullSyncPeriod.Duration != 20*time.Minute || rs.FullSyncJitter != 0.2 || rs.SyncSplay.Duration != 15*time.Minute || rs.NFTablesRuleShapes != "Upstream" {
 		t.Errorf("got %+v, want the flag values", rs)
 	}
-	if !ruleSyncConfig(o.config, "n").UpstreamRuleShapes {
-		t.Errorf("--nftables-rule-shapes=Upstream did not reach the proxier options")
+	if opts := ruleSyncConfig(o.config, "n"); !opts.UpstreamRuleShapes || opts.MaxTransactionSize != 0 {
+		t.Errorf("the flags did not reach the proxier options: %+v", opts)
 	}
 }
 
@@ -139,6 +139,8 @@ func TestRuleSyncRejectsBadInput(t *testing.T) {
 			want: "--sync-splay must be in the range [0, --full-sync-period] = [0, 10m0s]"},
 		{name: "negative period in the file", config: ruleSyncBaseConfig + "ruleSync:\n  fullSyncPeriod: -1m\n",
 			want: "--full-sync-period must be 0 (no periodic full syncs) or greater"},
+		{name: "negative transaction size", args: []string{"--max-sync-transaction-size=-1"},
+			want: "--max-sync-transaction-size must be 0 (one transaction per sync) or greater"},
 		{name: "unknown rule shapes", args: []string{"--nftables-rule-shapes=fast"},
 			want: `ruleSync.nftablesRuleShapes: Unsupported value: "fast"`},
 		{name: "flag that is not a duration", args: []string{"--sync-splay=soon"},

@@ -36,6 +36,14 @@ func shapeTestProxier(t *testing.T, family v1.IPFamily, n int, affinity, upstrea
 	t.Helper()
 	nft, fp := NewFakeProxier(family)
 	fp.upstreamRuleShapes = upstreamShapes
+	setShapeTestService(t, fp, family, n, affinity)
+	return nft, fp
+}
+
+// setShapeTestService gives fp one ClusterIP Service of n TCP endpoints (and session affinity if
+// affinity is set) and syncs it once.
+func setShapeTestService(t *testing.T, fp *Proxier, family v1.IPFamily, n int, affinity bool) {
+	t.Helper()
 	clusterIP, epFmt, addrType := "172.30.0.41", "10.180.%d.%d", discovery.AddressTypeIPv4
 	if family == v1.IPv6Protocol {
 		clusterIP, epFmt, addrType = "fd00:172:30::41", "fd00:10:180::%x:%x", discovery.AddressTypeIPv6
@@ -58,7 +66,6 @@ func shapeTestProxier(t *testing.T, family v1.IPFamily, n int, affinity, upstrea
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatal(err)
 	}
-	return nft, fp
 }
 
 // serviceChainRules returns the rules of the one service chain ("service-HASH-ns/name/proto/port")

@@ -32,4 +32,8 @@ type Options struct {
 	// grows faster than the square of the number of services. By default (false) it writes
 	// set-free shapes that balance load the same way.
 	UpstreamRuleShapes bool
+	// MaxTransactionSize is the largest number of operations the nftables proxier puts in
+	// one transaction; a sync with more is split between Service ports. 0 (the zero value)
+	// means one transaction per sync.
+	MaxTransactionSize int
 }

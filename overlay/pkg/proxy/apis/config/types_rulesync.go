@@ -35,6 +35,9 @@ type KubeProxyRuleSyncConfiguration struct {
 	// NFTablesRuleShapes is RuleShapesSetFree or RuleShapesUpstream; empty means
 	// RuleShapesSetFree.
 	NFTablesRuleShapes string
+	// MaxSyncTransactionSize is the largest number of operations in one nftables
+	// transaction; 0 means one transaction per sync.
+	MaxSyncTransactionSize int32
 }
 
 const (

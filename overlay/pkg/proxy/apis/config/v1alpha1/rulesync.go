@@ -32,6 +32,11 @@ const (
 	// half the period. With the default splay of 0 every node shares the same wall-clock
 	// slot, so the jitter alone must keep a cluster from full-syncing at one instant.
 	DefaultFullSyncJitter = 0.5
+	// DefaultMaxSyncTransactionSize bounds one nftables transaction. With set-free rule
+	// shapes the kernel commits an operation in tens of microseconds, so 5000 operations
+	// keep one commit, and the RTNL stall behind it, well under 500 ms; see
+	// `make bench-kernel`.
+	DefaultMaxSyncTransactionSize = 5000
 )
 
 // SetDefaults_KubeProxyRuleSyncConfiguration fills in the unset fields of obj with their
@@ -44,8 +49,9 @@ func SetDefaults_KubeProxyRuleSyncConfiguration(obj *kubeproxyconfigv1alpha1.Kub
 		j := DefaultFullSyncJitter
 		obj.FullSyncJitter = &j
 	}
-	if obj.NFTablesRuleShapes == "" {
-		obj.NFTablesRuleShapes = config.RuleShapesSetFree
+	if obj.MaxSyncTransactionSize == nil {
+		n := int32(DefaultMaxSyncTransactionSize)
+		obj.MaxSyncTransactionSize = &n
 	}
 }
 
@@ -59,6 +65,9 @@ func Convert_v1alpha1_KubeProxyRuleSyncConfiguration_To_config_KubeProxyRuleSync
 	if in.FullSyncJitter != nil {
 		out.FullSyncJitter = *in.FullSyncJitter
 	}
+	if in.MaxSyncTransactionSize != nil {
+		out.MaxSyncTransactionSize = *in.MaxSyncTransactionSize
+	}
 	return nil
 }
 
@@ -68,11 +77,13 @@ func Convert_v1alpha1_KubeProxyRuleSyncConfiguration_To_config_KubeProxyRuleSync
 func Convert_config_KubeProxyRuleSyncConfiguration_To_v1alpha1_KubeProxyRuleSyncConfiguration(in *config.KubeProxyRuleSyncConfiguration, out *kubeproxyconfigv1alpha1.KubeProxyRuleSyncConfiguration, _ conversion.Scope) error {
 	period := in.FullSyncPeriod
 	jitter := in.FullSyncJitter
+	maxTx := in.MaxSyncTransactionSize
 	*out = kubeproxyconfigv1alpha1.KubeProxyRuleSyncConfiguration{
-		FullSyncPeriod:     &period,
-		FullSyncJitter:     &jitter,
-		SyncSplay:          in.SyncSplay,
-		NFTablesRuleShapes: in.NFTablesRuleShapes,
+		FullSyncPeriod:         &period,
+		FullSyncJitter:         &jitter,
+		SyncSplay:              in.SyncSplay,
+		NFTablesRuleShapes:     in.NFTablesRuleShapes,
+		MaxSyncTransactionSize: &maxTx,
 	}
 	return nil
 }

@@ -45,6 +45,10 @@ func validateRuleSync(c kubeproxyconfig.KubeProxyRuleSyncConfiguration, fldPath 
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("syncSplay"), c.SyncSplay.Duration.String(),
 			fmt.Sprintf("--sync-splay must be in the range [0, --full-sync-period] = [0, %v]", period)))
 	}
+	if c.MaxSyncTransactionSize < 0 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxSyncTransactionSize"), c.MaxSyncTransactionSize,
+			"--max-sync-transaction-size must be 0 (one transaction per sync) or greater"))
+	}
 	// The empty value (an internal config built without defaulting) means the default.
 	switch c.NFTablesRuleShapes {
 	case "", kubeproxyconfig.RuleShapesSetFree, kubeproxyconfig.RuleShapesUpstream:

@@ -44,11 +44,17 @@ type KubeProxyRuleSyncConfiguration struct {
 	// +optional
 	SyncSplay metav1.Duration `json:"syncSplay,omitempty"`
 	// nftablesRuleShapes selects how the nftables proxier writes its load-balancing rules:
-	// "SetFree" (the default) writes one rule per endpoint, each picking with the right
+	// "SetFree" (also when empty, the default) writes one rule per endpoint, each picking with the right
 	// conditional probability, so no rule creates a set and the kernel's cost per Service
 	// stays flat; "Upstream" writes upstream's per-rule anonymous numgen maps.
 	// +optional
 	NFTablesRuleShapes string `json:"nftablesRuleShapes,omitempty"`
+	// maxSyncTransactionSize is the largest number of operations that the nftables proxier
+	// puts in one kernel transaction; a sync with more is split, between Service ports, into
+	// several transactions. The kernel holds its netns commit lock for the length of one
+	// transaction. 0 means one transaction per sync, as upstream does it. Defaults to 5000.
+	// +optional
+	MaxSyncTransactionSize *int32 `json:"maxSyncTransactionSize,omitempty"`
 }
 
 // DeepCopyInto copies the receiver into out. in must be non-nil.
@@ -60,6 +66,10 @@ func (in *KubeProxyRuleSyncConfiguration) DeepCopyInto(out *KubeProxyRuleSyncCon
 	if in.FullSyncJitter != nil {
 		j := *in.FullSyncJitter
 		out.FullSyncJitter = &j
+	}
+	if in.MaxSyncTransactionSize != nil {
+		n := *in.MaxSyncTransactionSize
+		out.MaxSyncTransactionSize = &n
 	}
 }
 

@@ -1,0 +1,81 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package metrics
+
+import (
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// SyncFullProxyRulesNextTimestamp is when the proxier plans its next periodic full sync, as
+// Unix seconds, per IP family; 0 when periodic full syncs are disabled.
+var SyncFullProxyRulesNextTimestamp = metrics.NewGaugeVec(
+	&metrics.GaugeOpts{
+		Subsystem:      kubeProxySubsystem,
+		Name:           "sync_full_proxy_rules_next_timestamp_seconds",
+		Help:           "The time of the next planned periodic full sync of proxy rules, in Unix seconds; 0 when periodic full syncs are disabled.",
+		StabilityLevel: metrics.ALPHA,
+	},
+	[]string{"ip_family"},
+)
+
+// NFTablesTransactionOperations is the number of operations in each nftables transaction
+// that a sync runs.
+var NFTablesTransactionOperations = metrics.NewHistogramVec(
+	&metrics.HistogramOpts{
+		Subsystem:      kubeProxySubsystem,
+		Name:           "sync_proxy_rules_nftables_transaction_operations",
+		Help:           "The number of operations in each nftables transaction that a sync runs.",
+		Buckets:        metrics.ExponentialBuckets(1, 4, 10),
+		StabilityLevel: metrics.ALPHA,
+	},
+	[]string{"ip_family"},
+)
+
+// NFTablesTransactionsPerSync is the number of nftables transactions that one sync runs.
+var NFTablesTransactionsPerSync = metrics.NewHistogramVec(
+	&metrics.HistogramOpts{
+		Subsystem:      kubeProxySubsystem,
+		Name:           "sync_proxy_rules_nftables_transactions",
+		Help:           "The number of nftables transactions that one sync runs.",
+		Buckets:        metrics.ExponentialBuckets(1, 2, 12),
+		StabilityLevel: metrics.ALPHA,
+	},
+	[]string{"ip_family"},
+)
+
+// NFTablesLongestTransactionSeconds is, per sync, the longest time one nftables transaction
+// took; the kernel holds the netns commit lock for about that long.
+var NFTablesLongestTransactionSeconds = metrics.NewHistogramVec(
+	&metrics.HistogramOpts{
+		Subsystem:      kubeProxySubsystem,
+		Name:           "sync_proxy_rules_nftables_longest_transaction_seconds",
+		Help:           "Per sync, the longest time one nftables transaction took (the kernel holds the netns commit lock for about that long).",
+		Buckets:        metrics.ExponentialBuckets(0.001, 2, 18),
+		StabilityLevel: metrics.ALPHA,
+	},
+	[]string{"ip_family"},
+)
+
+// registerRuleSyncMetrics registers the metrics of the full-sync schedule and of nftables
+// transaction splitting; RegisterMetrics calls it.
+func registerRuleSyncMetrics() {
+	legacyregistry.MustRegister(SyncFullProxyRulesNextTimestamp)
+	legacyregistry.MustRegister(NFTablesTransactionOperations)
+	legacyregistry.MustRegister(NFTablesTransactionsPerSync)
+	legacyregistry.MustRegister(NFTablesLongestTransactionSeconds)
+}

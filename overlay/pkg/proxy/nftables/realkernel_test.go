@@ -1,0 +1,198 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nftables
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/knftables"
+)
+
+// These tests program the real kernel, with the real nft binary, inside a network namespace that
+// they create and remove. They need root, ip and nft. They skip without them, unless
+// KUBE_PROXY_OVERLAY_REAL_KERNEL=required (as in `make test`), which makes a missing
+// prerequisite a failure instead.
+
+// realNFT returns a knftables.Interface for kube-proxy's table whose nft runs inside a new
+// network namespace, and a function that runs nft in that namespace and returns its output.
+func realNFT(t *testing.T, family knftables.Family) (knftables.Interface, func(args ...string) string) {
+	t.Helper()
+	required := os.Getenv("KUBE_PROXY_OVERLAY_REAL_KERNEL") == "required"
+	skip := func(why string) {
+		if required {
+			t.Fatalf("real-kernel test cannot run: %s", why)
+		}
+		t.Skip(why)
+	}
+	if os.Geteuid() != 0 {
+		skip("needs root")
+	}
+	ipPath, err := exec.LookPath("ip")
+	if err != nil {
+		skip("needs ip (iproute2)")
+	}
+	nftPath, err := exec.LookPath("nft")
+	if err != nil {
+		skip("needs nft (nftables)")
+	}
+	netns := fmt.Sprintf("kpo-test-%d-%d", os.Getpid(), time.Now().UnixNano()%1000000)
+	if out, err := exec.Command(ipPath, "netns", "add", netns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command(ipPath, "netns", "del", netns).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", netns, err, out)
+		}
+	})
+	// knftables runs the nft it finds on PATH: put one there that runs the real one inside
+	// the namespace.
+	dir := t.TempDir()
+	shim := fmt.Sprintf("#!/bin/sh\nexec %s netns exec %s %s \"$@\"\n", ipPath, netns, nftPath)
+	if err := os.WriteFile(filepath.Join(dir, "nft"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	nft, err := knftables.New(family, kubeProxyTable)
+	if err != nil {
+		t.Fatalf("knftables.New: %v", err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(ipPath, append([]string{"netns", "exec", netns, nftPath}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("nft %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	return nft, run
+}
+
+var listedRuleRegexp = regexp.MustCompile(`^\s+(.*?)\s*$`)
+
+// kernelChainRules returns the rules of chain as the kernel lists them (without handles).
+func kernelChainRules(run func(args ...string) string, family, chain string) []string {
+	var rules []string
+	for _, line := range strings.Split(run("list", "chain", family, kubeProxyTable, chain), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "table ") || strings.HasPrefix(line, "chain ") || line == "}" || strings.HasPrefix(line, "comment ") {
+			continue
+		}
+		rules = append(rules, listedRuleRegexp.ReplaceAllString(line, "$1"))
+	}
+	return rules
+}
+
+// checkServiceChainsMatch checks that every non-empty service chain of the reference fake's table
+// holds, in the kernel, exactly the same rules (empty ones are stale chains, which the two may
+// have deleted at different times), and that the kernel's service-ips map has the same elements.
+func checkServiceChainsMatch(t *testing.T, ref *knftables.Fake, run func(args ...string) string, family string) {
+	t.Helper()
+	checked := 0
+	for name, ch := range ref.Table.Chains {
+		if !strings.HasPrefix(name, "service-") || !strings.Contains(name, "/") || len(ch.Rules) == 0 {
+			continue
+		}
+		var want []string
+		for _, r := range ch.Rules {
+			want = append(want, r.Rule)
+		}
+		if got := kernelChainRules(run, family, name); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("kernel chain %s:\n%s\nwant:\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("the reference has no service chains")
+	}
+	elems := run("list", "map", family, kubeProxyTable, serviceIPsMap)
+	for _, e := range ref.Table.Maps[serviceIPsMap].Elements {
+		if want := strings.Join(e.Key, " . ") + " : " + strings.Join(e.Value, " "); !strings.Contains(elems, want) {
+			t.Errorf("kernel map %s lacks %q:\n%s", serviceIPsMap, want, elems)
+		}
+	}
+}
+
+func TestRealKernelSplitSetFreeSyncs(t *testing.T) {
+	real, run := realNFT(t, knftables.IPv4Family)
+	_, fp := NewFakeProxier(v1.IPv4Protocol)
+	fp.nftables = real
+	fp.maxTransactionOps = 7
+	refFake, ref := NewFakeProxier(v1.IPv4Protocol)
+
+	for generation := 1; generation <= 2; generation++ {
+		setSplitTestCluster(fp, generation)
+		setSplitTestCluster(ref, generation)
+		if err := fp.syncProxyRules(); err != nil {
+			t.Fatalf("generation %d: sync on the real kernel failed: %v", generation, err)
+		}
+		if err := ref.syncProxyRules(); err != nil {
+			t.Fatal(err)
+		}
+		checkServiceChainsMatch(t, refFake, run, "ip")
+	}
+	if listed := run("list", "table", "ip", kubeProxyTable); strings.Contains(listed, "map {") || strings.Contains(listed, "vmap {") {
+		t.Errorf("the kernel table holds anonymous maps:\n%s", listed)
+	}
+
+	// Delete a Service in a partial sync: its chains are flushed, then deleted once stale.
+	svc := splitTestService(5)
+	fp.OnServiceDelete(svc)
+	ref.OnServiceDelete(svc)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatalf("partial sync deleting a service: %v", err)
+	}
+	if len(fp.staleChains) != 2 {
+		t.Fatalf("stale chains %v, want svc5's two", fp.staleChains)
+	}
+	for chain := range fp.staleChains {
+		if rules := kernelChainRules(run, "ip", chain); len(rules) != 0 {
+			t.Errorf("stale chain %s still has rules %v", chain, rules)
+		}
+		fp.staleChains[chain] = time.Now().Add(-time.Minute)
+	}
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatalf("sync deleting stale chains: %v", err)
+	}
+	if listed := run("list", "table", "ip", kubeProxyTable); strings.Contains(listed, "ns/svc5/") {
+		t.Errorf("svc5's chains are still in the kernel:\n%s", listed)
+	}
+	if err := ref.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	checkServiceChainsMatch(t, refFake, run, "ip")
+}
+
+func TestRealKernelSetFreeShapesIPv6AndAffinity(t *testing.T) {
+	for _, affinity := range []bool{false, true} {
+		t.Run(fmt.Sprintf("affinity=%v", affinity), func(t *testing.T) {
+			real, run := realNFT(t, knftables.IPv6Family)
+			refFake, _ := shapeTestProxier(t, v1.IPv6Protocol, 5, affinity, false)
+			_, fp := NewFakeProxier(v1.IPv6Protocol)
+			fp.nftables = real
+			setShapeTestService(t, fp, v1.IPv6Protocol, 5, affinity)
+			checkServiceChainsMatch(t, refFake, run, "ip6")
+		})
+	}
+}
