@@ -32,7 +32,7 @@ import (
 
 // ruleSyncFlags names the flags of the ruleSync config section. Unlike upstream's other flags,
 // each of them, when set explicitly, overrides the value from --config.
-var ruleSyncFlags = []string{"full-sync-period", "full-sync-jitter", "sync-splay", "nftables-rule-shapes", "max-sync-transaction-size"}
+var ruleSyncFlags = []string{"full-sync-period", "full-sync-jitter", "sync-splay", "nftables-rule-shapes", "max-sync-transaction-size", "full-sync-rewrite-all"}
 
 // addRuleSyncFlags registers the ruleSync flags, bound to o.config.RuleSync.
 func (o *Options) addRuleSyncFlags(fs *pflag.FlagSet) {
@@ -47,6 +47,8 @@ func (o *Options) addRuleSyncFlags(fs *pflag.FlagSet) {
 		"How the nftables proxier writes its load-balancing rules: 'SetFree' (one rule per endpoint, no per-rule sets, so the kernel's cost per Service stays flat) or 'Upstream' (upstream's per-rule numgen maps, whose kernel cost grows faster than the square of the number of Services).")
 	fs.Int32Var(&rs.MaxSyncTransactionSize, "max-sync-transaction-size", rs.MaxSyncTransactionSize,
 		"The largest number of operations the nftables proxier puts in one kernel transaction; a larger sync is split between Service ports into several transactions, so the kernel's commit lock is never held for long. 0 means one transaction per sync, as upstream does it.")
+	fs.BoolVar(&rs.FullSyncRewriteAll, "full-sync-rewrite-all", rs.FullSyncRewriteAll,
+		"Make the nftables proxier's periodic full syncs re-write every chain, as upstream does. By default they compare the kernel's chains with what kube-proxy wrote and re-write only the Service ports that drifted.")
 }
 
 // applyRuleSyncFlags copies the ruleSync flags that were set explicitly on the command line from
@@ -72,6 +74,8 @@ func (o *Options) applyRuleSyncFlags(fs *pflag.FlagSet, loaded *kubeproxyconfig.
 			to.NFTablesRuleShapes = from.NFTablesRuleShapes
 		case "max-sync-transaction-size":
 			to.MaxSyncTransactionSize = from.MaxSyncTransactionSize
+		case "full-sync-rewrite-all":
+			to.FullSyncRewriteAll = from.FullSyncRewriteAll
 		}
 	}
 }
@@ -115,5 +119,6 @@ func ruleSyncConfig(c *kubeproxyconfig.KubeProxyConfiguration, nodeName string) 
 		},
 		UpstreamRuleShapes: c.RuleSync.NFTablesRuleShapes == kubeproxyconfig.RuleShapesUpstream,
 		MaxTransactionSize: int(c.RuleSync.MaxSyncTransactionSize),
+		FullSyncRewriteAll: c.RuleSync.FullSyncRewriteAll,
 	}
 }

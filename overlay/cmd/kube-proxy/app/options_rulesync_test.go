@@ -70,7 +70,7 @@ func TestRuleSyncDefaults(t *testing.T) {
 }
 
 func TestRuleSyncFlags(t *testing.T) {
-	o, err := completeWith(t, "", "--full-sync-period=20m", "--full-sync-jitter=0.2", "--sync-splay=15m", "--nftables-rule-shapes=Upstream", "--max-sync-transaction-size=0")
+	o, err := completeWith(t, "", "--full-sync-period=20m", "--full-sync-jitter=0.2", "--sync-splay=15m", "--nftables-rule-shapes=Upstream", "--max-sync-transaction-size=0", "--full-sync-rewrite-all")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestRuleSyncFlags(t *testing.T) {
 	if rs.FullSyncPeriod.Duration != 20*time.Minute || rs.FullSyncJitter != 0.2 || rs.SyncSplay.Duration != 15*time.Minute || rs.NFTablesRuleShapes != "Upstream" {
 		t.Errorf("got %+v, want the flag values", rs)
 	}
-	if opts := ruleSyncConfig(o.config, "n"); !opts.UpstreamRuleShapes || opts.MaxTransactionSize != 0 {
+	if opts := ruleSyncConfig(o.config, "n"); !opts.UpstreamRuleShapes || opts.MaxTransactionSize != 0 || !opts.FullSyncRewriteAll {
 		t.Errorf("the flags did not reach the proxier options: %+v", opts)
 	}
 }

@@ -71,6 +71,31 @@ var NFTablesLongestTransactionSeconds = metrics.NewHistogramVec(
 	[]string{"ip_family"},
 )
 
+// SyncFullProxyRulesChainsCheckedTotal counts the service-port chains that drift-checked
+// periodic full syncs compared with the kernel.
+var SyncFullProxyRulesChainsCheckedTotal = metrics.NewCounterVec(
+	&metrics.CounterOpts{
+		Subsystem:      kubeProxySubsystem,
+		Name:           "sync_full_proxy_rules_chains_checked_total",
+		Help:           "Service-port chains that drift-checked periodic full syncs compared with the kernel.",
+		StabilityLevel: metrics.ALPHA,
+	},
+	[]string{"ip_family"},
+)
+
+// SyncFullProxyRulesChainsRewrittenTotal counts the checked chains that periodic full syncs
+// re-wrote because the kernel's copy (of that chain or another of the same service port)
+// differed from what kube-proxy had written.
+var SyncFullProxyRulesChainsRewrittenTotal = metrics.NewCounterVec(
+	&metrics.CounterOpts{
+		Subsystem:      kubeProxySubsystem,
+		Name:           "sync_full_proxy_rules_chains_rewritten_total",
+		Help:           "Checked service-port chains that periodic full syncs re-wrote because they had drifted.",
+		StabilityLevel: metrics.ALPHA,
+	},
+	[]string{"ip_family"},
+)
+
 // registerRuleSyncMetrics registers the metrics of the full-sync schedule and of nftables
 // transaction splitting; RegisterMetrics calls it.
 func registerRuleSyncMetrics() {
@@ -78,4 +103,6 @@ func registerRuleSyncMetrics() {
 	legacyregistry.MustRegister(NFTablesTransactionOperations)
 	legacyregistry.MustRegister(NFTablesTransactionsPerSync)
 	legacyregistry.MustRegister(NFTablesLongestTransactionSeconds)
+	legacyregistry.MustRegister(SyncFullProxyRulesChainsCheckedTotal)
+	legacyregistry.MustRegister(SyncFullProxyRulesChainsRewrittenTotal)
 }

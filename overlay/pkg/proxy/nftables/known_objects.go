@@ -56,7 +56,9 @@ func (proxier *Proxier) listObjects(fullSync bool) (map[string][]string, error) 
 	}, nil
 }
 
-// rememberObjects records, after a successful sync, the chains and affinity sets it kept active.
+// rememberObjects records, after a successful sync, the chains and affinity sets it kept active,
+// and forgets what it wrote to chains that no longer exist.
 func (proxier *Proxier) rememberObjects(activeChains, activeAffinitySets sets.Set[string]) {
 	proxier.known = &knownObjects{chains: activeChains, affinitySets: activeAffinitySets}
+	proxier.written.prune(activeChains, proxier.staleChains)
 }

@@ -196,3 +196,59 @@ func TestRealKernelSetFreeShapesIPv6AndAffinity(t *testing.T) {
 		})
 	}
 }
+
+var ruleHandleRegexp = regexp.MustCompile(`# handle (\d+)`)
+
+func TestRealKernelDriftRepair(t *testing.T) {
+	real, run := realNFT(t, knftables.IPv4Family)
+	rec := &txText{Interface: real}
+	_, fp := NewFakeProxier(v1.IPv4Protocol)
+	fp.nftables = rec
+	fp.maxTransactionOps = 50
+	refFake, ref := NewFakeProxier(v1.IPv4Protocol)
+	setSplitTestCluster(fp, 1)
+	setSplitTestCluster(ref, 1)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ref.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	checkServiceChainsMatch(t, refFake, run, "ip")
+
+	// Nothing drifted: the periodic full sync re-writes no service-port chain.
+	n := len(rec.texts)
+	periodicFullSync(t, fp)
+	if written := rec.writtenServiceChains(n); len(written) != 0 {
+		t.Errorf("a periodic full sync with nothing drifted re-wrote %d service-port chains", len(written))
+	}
+
+	// Damage behind kube-proxy's back, with nft itself: delete one rule of svc4's TCP
+	// chain, flush svc9's UDP chain, and delete svc12's TCP element from the service map.
+	chainOf := func(svc, proto string) string {
+		for name := range refFake.Table.Chains {
+			if strings.HasPrefix(name, "service-") && strings.HasSuffix(name, "ns/"+svc+"/"+proto) {
+				return name
+			}
+		}
+		t.Fatalf("no chain for %s/%s", svc, proto)
+		return ""
+	}
+	deleted, flushed := chainOf("svc4", "tcp/a"), chainOf("svc9", "udp/b")
+	// The first handle listed is the chain's own; the next is its first rule's.
+	m := ruleHandleRegexp.FindAllStringSubmatch(run("-a", "list", "chain", "ip", kubeProxyTable, deleted), -1)
+	if len(m) < 2 {
+		t.Fatalf("no rule handle in %s", deleted)
+	}
+	run("delete", "rule", "ip", kubeProxyTable, deleted, "handle", m[1][1])
+	run("flush", "chain", "ip", kubeProxyTable, flushed)
+	run("delete", "element", "ip", kubeProxyTable, serviceIPsMap, "{", "172.30.1.12", ".", "tcp", ".", "80", "}")
+
+	n = len(rec.texts)
+	periodicFullSync(t, fp)
+	written := rec.writtenServiceChains(n)
+	if !written[deleted] || !written[flushed] || len(written) != 2 {
+		t.Errorf("the repairing full sync re-wrote %v, want exactly %s and %s", written, deleted, flushed)
+	}
+	checkServiceChainsMatch(t, refFake, run, "ip")
+}

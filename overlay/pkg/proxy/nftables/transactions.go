@@ -45,12 +45,13 @@ type txSplitter struct {
 	max      int
 	queued   []*knftables.Transaction
 	ipFamily string
+	written  *writtenChains // records each transaction that ran
 }
 
 // newTxSplitter returns the splitter for one sync. With maxTransactionOps 0 (the proxier's zero
 // value) a sync is one transaction, as upstream does it.
 func (proxier *Proxier) newTxSplitter() *txSplitter {
-	return &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily)}
+	return &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily), written: &proxier.written}
 }
 
 // cut is called where the sync may start a new transaction, before a service port's operations.
@@ -64,8 +65,9 @@ func (s *txSplitter) cut(tx *knftables.Transaction) *knftables.Transaction {
 	return s.nft.NewTransaction()
 }
 
-// run runs the queued transactions and then last, in order, and records their sizes and the
-// longest one's duration. It stops at the first failure and returns the failed transaction with
+// run runs the queued transactions and then last, in order, records what each one that ran
+// wrote to the service-port chains (for drift checks), and records their sizes and the longest
+// one's duration. It stops at the first failure and returns the failed transaction with
 // an error that says which one it was; otherwise it returns last and nil.
 func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knftables.Transaction, error) {
 	all := append(s.queued, last)
@@ -86,6 +88,7 @@ func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knf
 			}
 			return tx, fmt.Errorf("transaction %d of %d failed (the %d before it were applied): %w", i+1, len(all), i, err)
 		}
+		s.written.record(tx)
 	}
 	return last, nil
 }

@@ -36,4 +36,8 @@ type Options struct {
 	// one transaction; a sync with more is split between Service ports. 0 (the zero value)
 	// means one transaction per sync.
 	MaxTransactionSize int
+	// FullSyncRewriteAll makes the nftables proxier's periodic full syncs re-write every
+	// chain, as upstream does. By default (false) they re-write only the service ports whose
+	// chains drifted from what kube-proxy wrote.
+	FullSyncRewriteAll bool
 }

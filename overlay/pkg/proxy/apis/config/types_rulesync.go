@@ -38,6 +38,9 @@ type KubeProxyRuleSyncConfiguration struct {
 	// MaxSyncTransactionSize is the largest number of operations in one nftables
 	// transaction; 0 means one transaction per sync.
 	MaxSyncTransactionSize int32
+	// FullSyncRewriteAll makes periodic full syncs re-write every chain rather than only
+	// the drifted ones.
+	FullSyncRewriteAll bool
 }
 
 const (

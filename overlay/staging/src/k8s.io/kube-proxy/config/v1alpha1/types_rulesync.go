@@ -55,6 +55,12 @@ type KubeProxyRuleSyncConfiguration struct {
 	// transaction. 0 means one transaction per sync, as upstream does it. Defaults to 5000.
 	// +optional
 	MaxSyncTransactionSize *int32 `json:"maxSyncTransactionSize,omitempty"`
+	// fullSyncRewriteAll makes the nftables proxier's periodic full syncs re-write every
+	// chain, as upstream does. By default they compare the kernel's chains with what
+	// kube-proxy wrote (a read, which takes no commit lock) and re-write only the service
+	// ports that drifted.
+	// +optional
+	FullSyncRewriteAll bool `json:"fullSyncRewriteAll,omitempty"`
 }
 
 // DeepCopyInto copies the receiver into out. in must be non-nil.

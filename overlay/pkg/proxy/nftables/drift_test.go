@@ -1,0 +1,163 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nftables
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/knftables"
+)
+
+// txText wraps any knftables.Interface and keeps the text of every transaction it runs.
+type txText struct {
+	knftables.Interface
+	texts []string
+}
+
+func (r *txText) Run(ctx context.Context, tx *knftables.Transaction) error {
+	r.texts = append(r.texts, tx.String())
+	return r.Interface.Run(ctx, tx)
+}
+
+// fakeTxText is a txText over knftables' Fake that, like the Fake, can dump its table (which the
+// drift check reads instead of running nft).
+type fakeTxText struct {
+	*txText
+	fake *knftables.Fake
+}
+
+func (f fakeTxText) Dump() string { return f.fake.Dump() }
+
+var serviceChainOpRegexp = regexp.MustCompile(`(?m)^(add|flush|delete) (chain|rule) ip6? kube-proxy (\S+/\S+)`)
+
+// writtenServiceChains returns the service-port chains that the transactions since index from
+// touched.
+func (r *txText) writtenServiceChains(from int) map[string]bool {
+	chains := map[string]bool{}
+	for _, text := range r.texts[from:] {
+		for _, m := range serviceChainOpRegexp.FindAllStringSubmatch(text, -1) {
+			chains[m[3]] = true
+		}
+	}
+	return chains
+}
+
+// periodicFullSync makes fp's next sync a periodic full sync (upstream's hour has passed, and no
+// failure forces one) and runs it.
+func periodicFullSync(t *testing.T, fp *Proxier) {
+	t.Helper()
+	fp.lastFullSync = time.Now().Add(-2 * time.Hour)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(fp.lastFullSync) > time.Minute {
+		t.Fatal("the sync was not a full sync")
+	}
+}
+
+func TestDriftOnlyFullSync(t *testing.T) {
+	nft, fp := NewFakeProxier(v1.IPv4Protocol)
+	rec := &txText{Interface: nft}
+	fp.nftables = fakeTxText{txText: rec, fake: nft}
+	setSplitTestCluster(fp, 1)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	want := sortedLines(nft.Dump())
+
+	// Nothing changed: a periodic full sync re-writes no service-port chain.
+	n := len(rec.texts)
+	periodicFullSync(t, fp)
+	if written := rec.writtenServiceChains(n); len(written) != 0 {
+		t.Errorf("a periodic full sync with nothing drifted re-wrote %d service-port chains: %v", len(written), written)
+	}
+
+	// Damage behind kube-proxy's back: drop a rule from one service chain and every rule
+	// from another. The next periodic full sync re-writes those service ports, and only them.
+	var damaged []string
+	for _, svc := range []int{4, 9} {
+		for name, ch := range nft.Table.Chains {
+			if strings.Contains(name, fmt.Sprintf("ns/svc%d/tcp/", svc)) && strings.HasPrefix(name, "service-") {
+				ch.Rules = ch.Rules[:svc%2]
+				damaged = append(damaged, name)
+			}
+		}
+	}
+	if len(damaged) != 2 {
+		t.Fatalf("damaged %v, want 2 chains", damaged)
+	}
+	n = len(rec.texts)
+	periodicFullSync(t, fp)
+	written := rec.writtenServiceChains(n)
+	for _, chain := range damaged {
+		if !written[chain] {
+			t.Errorf("the damaged chain %s was not re-written", chain)
+		}
+	}
+	if len(written) != len(damaged) {
+		t.Errorf("re-wrote %v, want only the damaged %v", written, damaged)
+	}
+	if got := sortedLines(nft.Dump()); got != want {
+		t.Errorf("after the repairing full sync the ruleset differs:\n%s\nwant:\n%s", got, want)
+	}
+
+	// The off switch: every periodic full sync re-writes everything.
+	fp.rewriteAllOnFullSync = true
+	n = len(rec.texts)
+	periodicFullSync(t, fp)
+	if written := rec.writtenServiceChains(n); len(written) != 2*splitTestServices {
+		t.Errorf("with --full-sync-rewrite-all, a periodic full sync re-wrote %d service-port chains, want %d", len(written), 2*splitTestServices)
+	}
+}
+
+func TestParseListedChains(t *testing.T) {
+	listing := "table ip kube-proxy {\n" +
+		"\tcomment \"rules for kube-proxy\"\n" +
+		"\tmap service-ips {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n" +
+		"\t\telements = { 172.30.0.41 . tcp . 80 : goto service-ULMVA6XW-ns1/svc1/tcp/p80 }\n\t}\n\n" +
+		"\tchain service-ULMVA6XW-ns1/svc1/tcp/p80 {\n" +
+		"\t\tnumgen random mod 2 0 meta l4proto tcp dnat to 10.180.0.1:80\n" +
+		"\t\tmeta l4proto tcp dnat to 10.180.0.2:80\n\t}\n\n" +
+		"\tchain endpoint-2OCDJSZQ-ns1/svc1/tcp/p80__10.180.0.1/80 {\n\t}\n}\n"
+	got := parseListedChains(listing)
+	var w writtenChains
+	w.recordText("add chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n" +
+		"flush chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n" +
+		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 numgen random mod 2 0 meta l4proto tcp dnat to 10.180.0.1:80\n" +
+		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 meta l4proto tcp dnat to 10.180.0.2:80\n" +
+		"add chain ip kube-proxy endpoint-2OCDJSZQ-ns1/svc1/tcp/p80__10.180.0.1/80\n")
+	for chain, h := range w.hashes {
+		if got[chain] != h {
+			t.Errorf("chain %s: listed hash %x, written hash %x", chain, got[chain], h)
+		}
+	}
+	if len(w.owned["ns1/svc1/tcp/p80"]) != 2 {
+		t.Errorf("owned chains of ns1/svc1/tcp/p80 = %v, want the service and the endpoint chain", w.owned)
+	}
+	// One rule less must change the hash.
+	w.recordText("flush chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n" +
+		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 meta l4proto tcp dnat to 10.180.0.2:80\n")
+	if got["service-ULMVA6XW-ns1/svc1/tcp/p80"] == w.hashes["service-ULMVA6XW-ns1/svc1/tcp/p80"] {
+		t.Error("different rules gave the same hash")
+	}
+}
