@@ -16,10 +16,11 @@ pinned_tag() {
 }
 
 # staging_modules prints "path version" for every staging module that the go.mod in directory
-# $1 pins with a replace directive (upstream's own go.mod replaces them with local paths).
+# $1 pins with a replace directive (upstream's own go.mod replaces them with local paths). It
+# reads go.mod only, so it works before anything is downloaded.
 staging_modules() {
-	(cd "$1" && go list -m -f '{{if .Replace}}{{.Path}} {{.Replace.Version}}{{end}}' all) |
-		awk '$1 ~ /^k8s\.io\// && NF == 2'
+	(cd "$1" && go mod edit -print) |
+		awk '$2 == "=>" && $1 ~ /^k8s\.io\// && NF == 4 { print $3, $4 } $1 == "replace" && $3 == "=>" && $2 ~ /^k8s\.io\// && NF == 5 { print $4, $5 }'
 }
 
 # module_dir downloads module $2@$3 through the go.mod in directory $1 (so go.sum verifies it)
