@@ -2,7 +2,8 @@
 # test.sh TREE BIN UPSTREAM_BIN runs the project's tests and prints a plain summary of what ran:
 #   0. UPSTREAM.md's hash and patch tables against go.sum and patches/;
 #   1. the build tooling's own tests (this repo's Go module);
-#   2. the config-file contract of the patched BIN and the pristine UPSTREAM_BIN;
+#   2. the patch pipeline's failure modes, and the config-file contract of the patched BIN and
+#      the pristine UPSTREAM_BIN;
 #   3. with -race, in the patched TREE: every package that holds overlay files, plus upstream's
 #      ./pkg/proxy/... and ./cmd/kube-proxy/....
 # Tests listed in conformance/known-broken.txt are skipped by name, and listed with their reason.
@@ -42,6 +43,9 @@ if grep -qv '^\s*\(#\|$\)' "$known" 2>/dev/null; then
 	grep -v '^\s*\(#\|$\)' "$known" | sed 's/^/  /'
 	skip=(-skip "^($(grep -v '^\s*\(#\|$\)' "$known" | awk '{print $1}' | paste -sd'|'))\$")
 fi
+
+log "patch pipeline: broken patches and overlay conflicts fail loudly"
+"$here/check-pipeline.sh" "$pristine"
 
 log "config file contract of the built binaries (patched and pristine upstream)"
 "$here/check-config-compat.sh" "$bin" "$upstream_bin"
