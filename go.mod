@@ -4,7 +4,7 @@ go 1.26.0
 
 // The pinned upstream. build/assemble.sh reads this file and go.sum; nothing here is compiled.
 require (
-	github.com/stretchr/testify v1.11.1
+	k8s.io/kubernetes v1.36.3
 	k8s.io/api v0.36.3
 	k8s.io/apiextensions-apiserver v0.36.3
 	k8s.io/apimachinery v0.36.3
@@ -31,7 +31,6 @@ require (
 	k8s.io/kube-scheduler v0.36.3
 	k8s.io/kubectl v0.36.3
 	k8s.io/kubelet v0.36.3
-	k8s.io/kubernetes v1.36.3
 	k8s.io/metrics v0.36.3
 	k8s.io/mount-utils v0.36.3
 	k8s.io/pod-security-admission v0.36.3
@@ -39,9 +38,24 @@ require (
 	k8s.io/sample-controller v0.36.3
 	k8s.io/streaming v0.36.3
 	sigs.k8s.io/knftables v0.0.21
+	github.com/stretchr/testify v1.11.1
 )
 
-require github.com/google/go-containerregistry v0.22.1 // indirect
+// Image tooling (build/image): go-containerregistry, and the modules its packages need.
+require (
+	github.com/google/go-containerregistry v0.22.1
+)
+
+require (
+	github.com/docker/cli v29.7.2+incompatible // indirect
+	github.com/docker/docker-credential-helpers v0.9.3 // indirect
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	github.com/sirupsen/logrus v1.9.4 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)
 
 // Upstream requires its staging modules at v0.0.0 and replaces them with local paths, which
 // only works inside its own tree. Pin each one to the release that matches the tag.

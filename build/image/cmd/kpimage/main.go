@@ -1,0 +1,175 @@
+// Command kpimage builds the kube-proxy container image without a container engine.
+//
+//	kpimage lock -spec images/packages.in -lock images/packages.lock -md images/PACKAGES.md
+//	    resolve the spec's Debian dependency closure with apt-cache (APT_CONFIG as the caller
+//	    set it) and write the lock file and the Markdown package table
+//	kpimage check-lock -spec ... -lock ... -md ...
+//	    fail unless the lock was made from the spec and the table matches the lock
+//	kpimage lock-entries -lock images/packages.lock [-field suite|arch]
+//	    print "NAME VERSION ARCH SHA256 DEBFILE" per package (or one header field), for scripts
+//	kpimage build -out _output/image ... (see -h)
+//	    assemble the image; print its digest
+//	kpimage flatten -oci _output/image/oci
+//	    write the image's flattened filesystem to standard output as a tar stream
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/kube-proxy-overlay/kube-proxy-overlay/build/image/internal/imagebuild"
+	"github.com/kube-proxy-overlay/kube-proxy-overlay/build/image/internal/lockfile"
+)
+
+func die(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "kpimage: "+format+"\n", a...)
+	os.Exit(1)
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		die("usage: kpimage lock|check-lock|lock-entries|build|flatten [flags]")
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	switch cmd {
+	case "lock":
+		fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+		spec := fs.String("spec", "images/packages.in", "the package spec")
+		lock := fs.String("lock", "images/packages.lock", "the lock file to write")
+		md := fs.String("md", "images/PACKAGES.md", "the Markdown table to write")
+		fs.Parse(args)
+		l, err := imagebuild.GenerateLock(*spec, *lock, *md, imagebuild.AptLookup)
+		if err != nil {
+			die("%v", err)
+		}
+		fmt.Fprintf(os.Stderr, "recorded %d packages in %s and %s\n", len(l.Entries), *lock, *md)
+	case "check-lock":
+		fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+		spec := fs.String("spec", "images/packages.in", "the package spec")
+		lock := fs.String("lock", "images/packages.lock", "the lock file")
+		md := fs.String("md", "images/PACKAGES.md", "the Markdown table")
+		fs.Parse(args)
+		if _, _, err := imagebuild.CheckLock(*spec, *lock, *md); err != nil {
+			die("%v", err)
+		}
+	case "lock-entries":
+		fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+		lock := fs.String("lock", "images/packages.lock", "the lock file")
+		field := fs.String("field", "", "print only this header field (suite, arch)")
+		fs.Parse(args)
+		f, err := os.Open(*lock)
+		if err != nil {
+			die("%v", err)
+		}
+		l, err := lockfile.Parse(f)
+		f.Close()
+		if err != nil {
+			die("%v", err)
+		}
+		switch *field {
+		case "":
+			for _, e := range l.Entries {
+				fmt.Printf("%s %s %s %s %s\n", e.Name, e.Version, e.Arch, e.SHA256, e.DebFileName())
+			}
+		case "suite":
+			fmt.Println(l.Suite)
+		case "arch":
+			fmt.Println(l.Arch)
+		default:
+			die("unknown field %q", *field)
+		}
+	case "build":
+		if err := build(args); err != nil {
+			die("%v", err)
+		}
+	case "flatten":
+		fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+		oci := fs.String("oci", "_output/image/oci", "the OCI image layout")
+		fs.Parse(args)
+		img, err := onlyImage(*oci)
+		if err != nil {
+			die("%v", err)
+		}
+		rc := mutate.Extract(img)
+		defer rc.Close()
+		if _, err := io.Copy(os.Stdout, rc); err != nil {
+			die("flatten: %v", err)
+		}
+	default:
+		die("unknown command %q", cmd)
+	}
+}
+
+// onlyImage returns the single image of an OCI layout.
+func onlyImage(dir string) (v1.Image, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	if len(m.Manifests) != 1 {
+		return nil, fmt.Errorf("%s holds %d manifests, want 1", dir, len(m.Manifests))
+	}
+	return idx.Image(m.Manifests[0].Digest)
+}
+
+func build(args []string) error {
+	fs := flag.NewFlagSet("build", flag.ExitOnError)
+	var o imagebuild.Options
+	fs.StringVar(&o.SpecPath, "spec", "images/packages.in", "the package spec")
+	fs.StringVar(&o.LockPath, "lock", "images/packages.lock", "the recorded package set")
+	fs.StringVar(&o.PackagesMD, "md", "images/PACKAGES.md", "the package table, which must match the lock")
+	fs.StringVar(&o.DebCache, "debs", "_output/cache/debs", "the directory of fetched .debs")
+	fs.StringVar(&o.Wrapper, "wrapper", "images/iptables-wrapper", "the iptables wrapper script")
+	fs.StringVar(&o.Binary, "binary", "_output/bin/kube-proxy", "the kube-proxy binary")
+	fs.StringVar(&o.License, "license", "", "upstream's LICENSE")
+	fs.StringVar(&o.LicensesDir, "licenses", "", "upstream's LICENSES directory")
+	fs.StringVar(&o.Version, "version", "", "kube-proxy's version")
+	fs.StringVar(&o.Upstream, "upstream", "", "the upstream tag")
+	fs.StringVar(&o.Commit, "commit", "", "this repo's commit, for the revision label")
+	fs.StringVar(&o.ImageName, "name", "kube-proxy-overlay/kube-proxy", "the image name in the tarball")
+	fs.StringVar(&o.Tag, "tag", "", "the image tag in the tarball and the OCI layout")
+	fs.StringVar(&o.Base, "base", "", "a base image reference; empty for the self-contained image")
+	fs.StringVar(&o.Arch, "arch", "", "the platform architecture (default: the lock's)")
+	fs.StringVar(&o.OutDir, "out", "_output/image", "the output directory")
+	fs.StringVar(&o.Scratch, "scratch", "", "a scratch directory (default: a new one under TMPDIR)")
+	epoch := fs.String("epoch", os.Getenv("SOURCE_DATE_EPOCH"), "every timestamp, in Unix seconds")
+	fs.Parse(args)
+	if o.License == "" || o.LicensesDir == "" || o.Version == "" || o.Upstream == "" || o.Tag == "" {
+		return fmt.Errorf("build needs -license, -licenses, -version, -upstream and -tag")
+	}
+	secs, err := strconv.ParseInt(*epoch, 10, 64)
+	if err != nil {
+		return fmt.Errorf("-epoch (SOURCE_DATE_EPOCH) %q is not a number of seconds", *epoch)
+	}
+	o.Epoch = time.Unix(secs, 0).UTC()
+	if o.Scratch == "" {
+		d, err := os.MkdirTemp("", "kpimage-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		o.Scratch = d
+	}
+	res, err := imagebuild.Build(o)
+	if err != nil {
+		return err
+	}
+	fmt.Println(res.Digest)
+	return nil
+}

@@ -1,0 +1,124 @@
+package deploytest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func repoRoot(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "../../.."))
+}
+
+// upstreamTag reads the pinned k8s.io/kubernetes version from go.mod.
+func upstreamTag(t *testing.T, root string) string {
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*k8s\.io/kubernetes (v\S+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("go.mod pins no k8s.io/kubernetes")
+	}
+	return string(m[1])
+}
+
+// runCheck runs build/image/_manifestcheck inside the patched tree on dir.
+func runCheck(t *testing.T, dir string) (string, string, error) {
+	t.Helper()
+	root := repoRoot(t)
+	tree := filepath.Join(root, "_output/src", upstreamTag(t, root), "patched")
+	if _, err := os.Stat(filepath.Join(tree, ".upstream-tag")); err != nil {
+		t.Skipf("no patched tree at %s (make tree builds it; make test does)", tree)
+	}
+	out := t.TempDir()
+	// Same flags as build/build.sh, so the build cache of `make build` serves.
+	c := exec.Command("go", "run", "-trimpath", filepath.Join(root, "build/image/_manifestcheck/main.go"), "-dir", dir, "-out", out)
+	c.Dir = tree
+	c.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
+	b, err := c.CombinedOutput()
+	return string(b), out, err
+}
+
+func TestManifestsAgainstTheAPI(t *testing.T) {
+	root := repoRoot(t)
+	report, configs, err := runCheck(t, filepath.Join(root, "images/deploy"))
+	t.Log("\n" + report)
+	if err != nil {
+		t.Fatalf("manifest check failed: %v", err)
+	}
+	for _, want := range []string{"ConfigMap kube-proxy-config: config is a valid KubeProxyConfiguration",
+		"kustomize/daemonset-patch.yaml#0 DaemonSet kube-proxy", "kustomize/kustomization.yaml#0 Kustomization",
+		"eks/daemonset-image-patch.yaml#0 DaemonSet kube-proxy"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the check did not report %q", want)
+		}
+	}
+
+	// The configuration must load and validate in the patched binary, and, for the rollback,
+	// in upstream's binary too.
+	found, _ := filepath.Glob(filepath.Join(configs, "*.yaml"))
+	if len(found) == 0 {
+		t.Fatal("no KubeProxyConfiguration found in the manifests")
+	}
+	tag := upstreamTag(t, root)
+	for _, bin := range []struct{ name, path string }{
+		{"patched", filepath.Join(root, "_output/bin/kube-proxy")},
+		{"upstream", filepath.Join(root, "_output/upstream", tag, "bin/kube-proxy")},
+	} {
+		t.Run(bin.name, func(t *testing.T) {
+			if _, err := os.Stat(bin.path); err != nil {
+				t.Skipf("%s is not built (make build / make build-upstream)", bin.path)
+			}
+			for _, cfg := range found {
+				written := filepath.Join(t.TempDir(), "written.yaml")
+				out, err := exec.Command(bin.path, "--config="+cfg, "--write-config-to="+written).CombinedOutput()
+				if err != nil {
+					t.Errorf("%s --config=%s: %v\n%s", bin.name, filepath.Base(cfg), err, out)
+					continue
+				}
+				w, _ := os.ReadFile(written)
+				if !strings.Contains(string(w), "mode: nftables") {
+					t.Errorf("%s did not keep nftables mode:\n%s", bin.name, w)
+				}
+				if bin.name == "patched" && !strings.Contains(string(w), "syncSplay: 1h0m0s") {
+					t.Errorf("the patched binary did not read ruleSync:\n%s", w)
+				}
+			}
+		})
+	}
+}
+
+// TestManifestCheckCatchesMistakes makes sure the check is not vacuous: a misspelled field in a
+// DaemonSet, in the ruleSync section, and an out-of-range value each fail it.
+func TestManifestCheckCatchesMistakes(t *testing.T) {
+	root := repoRoot(t)
+	good, err := os.ReadFile(filepath.Join(root, "images/deploy/kube-proxy-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, _ := os.ReadFile(filepath.Join(root, "images/deploy/kustomize/daemonset-patch.yaml"))
+	cases := map[string][]byte{
+		"ds-typo.yaml":       []byte(strings.Replace(string(patch), "updateStrategy:", "updateStrategey:", 1)),
+		"rulesync-typo.yaml": []byte(strings.Replace(string(good), "syncSplay: 1h", "syncSplai: 1h", 1)),
+		"jitter-range.yaml":  []byte(strings.Replace(string(good), "fullSyncJitter: 0.5", "fullSyncJitter: 2", 1)),
+		"config-typo.yaml":   []byte(strings.Replace(string(good), "metricsBindAddress:", "metricBindAddress:", 1)),
+	}
+	for name, body := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			report, _, err := runCheck(t, dir)
+			if err == nil || !strings.Contains(report, "FAIL") {
+				t.Errorf("a broken manifest passed:\n%s", report)
+			}
+		})
+	}
+}

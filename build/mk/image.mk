@@ -1,0 +1,52 @@
+# The kube-proxy container image, built without a container engine (build/image/, images/).
+#
+#   make image          _output/image/oci/ (OCI layout), _output/image/kube-proxy.tar (docker load),
+#                       _output/image/sbom.spdx.json, _output/image/digest
+#   make verify-image   two isolated builds must give the same digest; then the image's own
+#                       kube-proxy programs nftables in a throwaway network namespace
+#   make image-lock     re-resolve images/packages.in against Debian's archive and rewrite
+#                       images/packages.lock and images/PACKAGES.md
+#
+# BASE=<image reference> appends the kube-proxy layer to that image from a registry instead of
+# the self-contained Debian base layer (needs registry access).
+
+IMAGE_NAME ?= kube-proxy-overlay/kube-proxy
+# A tag cannot hold "+": v1.36.3+overlay.2 is tagged v1.36.3_overlay.2.
+IMAGE_TAG ?= $(subst +,_,$(VERSION))
+BASE ?=
+IMAGE_OUT := _output/image
+# The .deb cache may be shared between trees (make verify-image does): every file in it is
+# checked against images/packages.lock before use.
+DEB_CACHE ?= $(ROOT)/_output/cache/debs
+IMAGE_APT_DIR := $(ROOT)/_output/cache/apt
+KPIMAGE := _output/bin/kpimage
+FAKEAPISERVER := _output/bin/fakeapiserver
+IMAGE_GO := $(shell find build/image -name '*.go' -not -name '*_test.go' 2>/dev/null | LC_ALL=C sort)
+IMAGE_INPUTS := images/packages.in images/packages.lock images/PACKAGES.md images/iptables-wrapper
+
+.PHONY: image verify-image image-lock
+
+$(KPIMAGE): $(IMAGE_GO) go.mod go.sum
+	CGO_ENABLED=0 go build -trimpath -o $@ ./build/image/cmd/kpimage
+
+$(FAKEAPISERVER): $(IMAGE_GO) go.mod go.sum
+	CGO_ENABLED=0 go build -trimpath -o $@ ./build/image/cmd/fakeapiserver
+
+image: $(BIN) $(PRISTINE)/.upstream-tag $(KPIMAGE) $(IMAGE_INPUTS)
+	$(KPIMAGE) check-lock
+ifeq ($(BASE),)
+	build/image/debs.sh $(KPIMAGE) images/packages.lock $(DEB_CACHE) $(IMAGE_APT_DIR)
+endif
+	@echo "==> assembling $(IMAGE_NAME):$(IMAGE_TAG)$(if $(BASE), on $(BASE))" >&2
+	$(KPIMAGE) build -out $(IMAGE_OUT) -debs $(DEB_CACHE) -binary $(BIN) \
+	  -license $(PRISTINE)/LICENSE -licenses $(PRISTINE)/LICENSES \
+	  -version $(VERSION) -upstream $(UPSTREAM) -commit "$(KUBE_GIT_COMMIT)" \
+	  -name $(IMAGE_NAME) -tag $(IMAGE_TAG) -base "$(BASE)" -epoch $(SOURCE_DATE_EPOCH) >/dev/null
+	@echo "image: $(IMAGE_OUT)/oci (OCI layout), $(IMAGE_OUT)/kube-proxy.tar ($(IMAGE_NAME):$(IMAGE_TAG)), $(IMAGE_OUT)/sbom.spdx.json"
+	@echo "image digest: $$(cat $(IMAGE_OUT)/digest)"
+
+verify-image: image $(FAKEAPISERVER)
+	DEB_CACHE=$(DEB_CACHE) build/image/verify-image.sh $(IMAGE_OUT) $(FAKEAPISERVER) $(KPIMAGE)
+
+image-lock: $(KPIMAGE)
+	build/image/lock.sh $(KPIMAGE) images/packages.in images/packages.lock images/PACKAGES.md $(DEB_CACHE) $(IMAGE_APT_DIR)
