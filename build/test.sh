@@ -24,7 +24,7 @@ log "UPSTREAM.md against go.sum and patches/"
 "$here/check-upstream-md.sh"
 
 log "build tooling tests"
-(cd "$root" && go test -json ./build/...) | "$summary" -group tooling=github.com/
+(cd "$root" && go test -json ./build/... ./bench/...) | "$summary" -group tooling=github.com/
 
 # Overlay packages: directories under overlay/ that hold Go files. A package that does not exist
 # upstream is counted as "overlay"; one that upstream has is counted with upstream.

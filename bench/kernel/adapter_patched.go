@@ -36,8 +36,8 @@ const adapterTree = TreePatched
 const periodicBySchedule = true
 
 // ruleSyncOptions returns the production defaults of the ruleSync section, mapped as
-// cmd/kube-proxy/app does, with the schedule replaced: a periodic full sync every slot (or
-// every hour when slot is 0), no jitter, no splay. BENCHKERNEL_MAX_TX overrides the
+// cmd/kube-proxy/app does, with the schedule replaced: a periodic full sync every slot, no
+// jitter, no splay; slot 0 disables periodic full syncs. BENCHKERNEL_MAX_TX overrides the
 // transaction bound, BENCHKERNEL_UPSTREAM_SHAPES=1 selects upstream's rule shapes,
 // BENCHKERNEL_REWRITE_ALL=1 makes periodic full syncs re-write everything.
 func ruleSyncOptions(a proxierArgs) (rulesync.Options, error) {
@@ -48,13 +48,10 @@ func ruleSyncOptions(a proxierArgs) (rulesync.Options, error) {
 		return rulesync.Options{}, err
 	}
 	o := rulesync.Options{
-		Schedule:           fullsync.Config{Period: time.Hour, NodeName: a.nodeName},
+		Schedule:           fullsync.Config{Period: a.slot, NodeName: a.nodeName},
 		UpstreamRuleShapes: c.NFTablesRuleShapes == proxyconfigapi.RuleShapesUpstream,
 		MaxTransactionSize: int(c.MaxSyncTransactionSize),
 		FullSyncRewriteAll: c.FullSyncRewriteAll,
-	}
-	if a.slot > 0 {
-		o.Schedule.Period = a.slot
 	}
 	if v := os.Getenv("BENCHKERNEL_MAX_TX"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -98,9 +98,11 @@ func diffCounts(fams []string, before, after map[string]syncCounts) (string, tim
 // waitSyncs polls until every family has completed at least one more sync than in before
 // (a full one when wantFull) that started at or after since; it returns the time it noticed.
 // A sync that was already running at since (the proxier cannot take a change in the middle
-// of a sync; its runner queues another) does not count: its start is estimated from the
-// proxier's own latency histogram as completion time minus its latency. A zero since takes
-// any sync.
+// of a sync; its runner queues another) does not count: it is recognised when even the
+// latest possible start (now minus the sync's latency from the histogram) is before since;
+// polling every 2 ms or less keeps the ambiguity to a sync that started within about 3 ms
+// before since, and the partial phase first waits for the proxier to be quiet. A zero since
+// takes any sync.
 func waitSyncs(fams []string, before map[string]syncCounts, wantFull bool, since time.Time, timeout time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	poll := time.Millisecond
@@ -123,8 +125,11 @@ func waitSyncs(fams []string, before map[string]syncCounts, wantFull bool, since
 			}
 			if grew {
 				n := (a.full + a.partial) - (l.full + l.partial)
+				// The latest the sync can have started: its latency before now. (The
+				// last-sync timestamp minus the latency would be earlier than the real
+				// start by the work the proxier does after setting the timestamp.)
 				started := t.Add(-time.Duration((a.sum - l.sum) * float64(time.Second)))
-				if since.IsZero() || n > 1 || !started.Before(since.Add(-2*time.Millisecond)) {
+				if since.IsZero() || n > 1 || !started.Before(since.Add(-time.Millisecond)) {
 					done[f] = true
 				}
 			}
@@ -140,9 +145,29 @@ func waitSyncs(fams []string, before map[string]syncCounts, wantFull bool, since
 			return t, fmt.Errorf("no sync after %v", timeout)
 		}
 		time.Sleep(poll)
-		if poll < 5*time.Millisecond {
+		if poll < 2*time.Millisecond {
 			poll += 100 * time.Microsecond
 		}
+	}
+}
+
+// settle waits until no sync has completed for quiet, or for at most limit.
+func settle(fams []string, quiet, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	prev := readCounts(fams)
+	for time.Now().Before(deadline) {
+		time.Sleep(quiet)
+		cur := readCounts(fams)
+		same := true
+		for _, f := range fams {
+			if cur[f].full != prev[f].full || cur[f].partial != prev[f].partial {
+				same = false
+			}
+		}
+		if same {
+			return
+		}
+		prev = cur
 	}
 }
 
@@ -150,7 +175,9 @@ func childMain(argv []string) int {
 	fs := flag.NewFlagSet("child", flag.ExitOnError)
 	shapeName := fs.String("shape", "ipv4", "shape")
 	size := fs.Int("size", 1000, "service ports")
-	mode := fs.String("mode", "first", "first: cold, periodic, partial; restart: the start-up sync only")
+	mode := fs.String("mode", "first", "first: the start-up sync is cold; restart: it is a restart")
+	doPartial := fs.Bool("partial", false, "after the start-up sync, measure a partial sync")
+	doPeriodic := fs.Bool("periodic", false, "after the start-up sync (and partial), measure a periodic full sync, then exit")
 	label := fs.String("label", "", "phase name of the start-up sync (default cold or restart)")
 	slot := fs.Duration("slot", 30*time.Second, "periodic full-sync slot where the tree has a schedule")
 	timeout := fs.Duration("timeout", 45*time.Minute, "limit for one asynchronous sync")
@@ -184,10 +211,12 @@ func childMain(argv []string) int {
 			startLabel = PhaseRestart
 		}
 	}
-	// Only the first process of a netns gets the short schedule; a restarted one keeps the
-	// production hour, so no periodic sync can land inside its start-up sync.
+	// Only a process that measures the periodic sync gets a schedule (every slot, no jitter,
+	// no splay); the others have periodic full syncs disabled, so none can land inside
+	// another phase. The process exits after its first periodic sync, so the schedule never
+	// runs syncs back to back even when one outlasts the slot.
 	s := time.Duration(0)
-	if *mode == "first" {
+	if *doPeriodic {
 		s = *slot
 	}
 
@@ -255,80 +284,82 @@ func childMain(argv []string) int {
 		ev.Err = "the start-up sync was not one full sync per family (did it fail? see the child log)"
 	}
 	emit(ev)
-	if *mode == "restart" {
-		return 0
+	if *doPartial {
+		// Partial sync: one endpoint added to one service (per family). If a scheduled full
+		// sync got in the way, try again with another service.
+		// Let any sync still queued run first.
+		settle(sh.Families, 300*time.Millisecond, 2*time.Minute)
+		var last childEvent
+		var notes []string
+		for attempt := 0; attempt < 3; attempt++ {
+			svc := attempt * 7 % len(objs.services)
+			before = readCounts(sh.Families)
+			start := time.Now()
+			for _, fam := range sh.Families {
+				old := objs.slices[fam][svc]
+				nw := withExtraEndpoint(old, fam, attempt)
+				objs.slices[fam][svc] = nw
+				prov.OnEndpointSliceUpdate(old, nw)
+			}
+			done, err := waitSyncs(sh.Families, before, false, start, *timeout)
+			// A second sync may follow if the runner coalesced badly; give it no time.
+			kinds, internal, nfull, _ := diffCounts(sh.Families, before, readCounts(sh.Families))
+			last = childEvent{Phase: PhasePartial, StartNS: start.UnixNano(), EndNS: done.UnixNano(), Kinds: kinds, InternalNS: int64(internal)}
+			if err != nil {
+				last.Err = err.Error()
+				break
+			}
+			if nfull == 0 {
+				break
+			}
+			notes = append(notes, fmt.Sprintf("attempt %d ran a full sync (%s)", attempt+1, kinds))
+			time.Sleep(100 * time.Millisecond)
+		}
+		last.Note = strings.Join(notes, "; ")
+		emit(last)
+		if last.Err != "" {
+			return 1
+		}
 	}
-
-	// Periodic full sync with nothing changed.
-	before = readCounts(sh.Families)
-	var pev childEvent
-	if periodicBySchedule && s > 0 {
-		var planned time.Time
-		for _, fam := range sh.Families {
-			if t, ok := plannedFullSync(ipFamilyOf(fam)); ok && t.After(planned) {
-				planned = t
+	if *doPeriodic {
+		// Periodic full sync with nothing changed.
+		before = readCounts(sh.Families)
+		var pev childEvent
+		if periodicBySchedule && s > 0 {
+			var planned time.Time
+			for _, fam := range sh.Families {
+				if t, ok := plannedFullSync(ipFamilyOf(fam)); ok && t.After(planned) {
+					planned = t
+				}
+			}
+			wait := s + *timeout
+			if !planned.IsZero() {
+				wait = time.Until(planned) + *timeout
+			}
+			done, err := waitSyncs(sh.Families, before, true, time.Time{}, wait)
+			startT := planned
+			note := "scheduled (slot " + s.String() + ")"
+			if planned.IsZero() {
+				startT = time.Now()
+				note = "scheduled, but the plan is not exposed: wall time is not measured"
+			}
+			pev = childEvent{Phase: PhasePeriodic, StartNS: startT.UnixNano(), EndNS: done.UnixNano(), Note: note}
+			if err != nil {
+				pev.Err = err.Error()
+			}
+		} else {
+			start := time.Now()
+			prov.OnTopologyChange(map[string]string{})
+			done, err := waitSyncs(sh.Families, before, true, start, *timeout)
+			pev = childEvent{Phase: PhasePeriodic, StartNS: start.UnixNano(), EndNS: done.UnixNano(), Note: "forced (OnTopologyChange)"}
+			if err != nil {
+				pev.Err = err.Error()
 			}
 		}
-		wait := s + *timeout
-		if !planned.IsZero() {
-			wait = time.Until(planned) + *timeout
-		}
-		done, err := waitSyncs(sh.Families, before, true, time.Time{}, wait)
-		startT := planned
-		note := "scheduled (slot " + s.String() + ")"
-		if planned.IsZero() {
-			startT = time.Now()
-			note = "scheduled, but the plan is not exposed: wall time is not measured"
-		}
-		pev = childEvent{Phase: PhasePeriodic, StartNS: startT.UnixNano(), EndNS: done.UnixNano(), Note: note}
-		if err != nil {
-			pev.Err = err.Error()
-		}
-	} else {
-		start := time.Now()
-		prov.OnTopologyChange(map[string]string{})
-		done, err := waitSyncs(sh.Families, before, true, start, *timeout)
-		pev = childEvent{Phase: PhasePeriodic, StartNS: start.UnixNano(), EndNS: done.UnixNano(), Note: "forced (OnTopologyChange)"}
-		if err != nil {
-			pev.Err = err.Error()
-		}
-	}
-	pev.Kinds, internal, _, _ = diffCounts(sh.Families, before, readCounts(sh.Families))
-	pev.InternalNS = int64(internal)
-	emit(pev)
+		pev.Kinds, internal, _, _ = diffCounts(sh.Families, before, readCounts(sh.Families))
+		pev.InternalNS = int64(internal)
+		emit(pev)
 
-	// Partial sync: one endpoint added to one service (per family). If a scheduled full
-	// sync got in the way, try again with another service.
-	var last childEvent
-	var notes []string
-	for attempt := 0; attempt < 3; attempt++ {
-		svc := attempt * 7 % len(objs.services)
-		before = readCounts(sh.Families)
-		start := time.Now()
-		for _, fam := range sh.Families {
-			old := objs.slices[fam][svc]
-			nw := withExtraEndpoint(old, fam, attempt)
-			objs.slices[fam][svc] = nw
-			prov.OnEndpointSliceUpdate(old, nw)
-		}
-		done, err := waitSyncs(sh.Families, before, false, start, *timeout)
-		// A second sync may follow if the runner coalesced badly; give it no time.
-		kinds, internal, nfull, _ := diffCounts(sh.Families, before, readCounts(sh.Families))
-		last = childEvent{Phase: PhasePartial, StartNS: start.UnixNano(), EndNS: done.UnixNano(), Kinds: kinds, InternalNS: int64(internal)}
-		if err != nil {
-			last.Err = err.Error()
-			break
-		}
-		if nfull == 0 {
-			break
-		}
-		notes = append(notes, fmt.Sprintf("attempt %d ran a full sync (%s)", attempt+1, kinds))
-		time.Sleep(100 * time.Millisecond)
-	}
-	last.Note = strings.Join(notes, "; ")
-	emit(last)
-	if last.Err != "" {
-		return 1
 	}
 	return 0
 }

@@ -92,7 +92,7 @@ type childResult struct {
 }
 
 // runChild runs `bin child ...` inside netns ns, with the nft shim first on PATH.
-func (o *orchestrator) runChild(tree, ns string, sh Shape, size int, mode, label string) childResult {
+func (o *orchestrator) runChild(tree, ns string, sh Shape, size int, mode, label string, extra ...string) childResult {
 	base := fmt.Sprintf("%s-%d-%s-%s", sh.Name, size, tree, label)
 	logPath := filepath.Join(o.work, base+".nft.jsonl")
 	_ = os.Remove(logPath)
@@ -103,6 +103,7 @@ func (o *orchestrator) runChild(tree, ns string, sh Shape, size int, mode, label
 	defer stderr.Close()
 	args := []string{"netns", "exec", ns, o.bins[tree], "child", "-shape", sh.Name, "-size", fmt.Sprint(size), "-mode", mode,
 		"-label", label, "-slot", o.opts.Slot.String(), "-timeout", o.opts.Timeout.String()}
+	args = append(args, extra...)
 	args = append(args, o.extraChildArgs...)
 	cmd := exec.Command("ip", args...)
 	cmd.Env = append(os.Environ(),
@@ -123,13 +124,14 @@ func (o *orchestrator) runChild(tree, ns string, sh Shape, size int, mode, label
 	o.mu.Lock()
 	o.children[pid] = true
 	o.mu.Unlock()
-	// PHASE_TIMEOUT bounds each phase; a first process runs three.
-	limit := o.opts.Timeout + time.Minute
-	if mode == "first" {
-		limit = 3*o.opts.Timeout + o.opts.Slot + time.Minute
-	}
+	// PHASE_TIMEOUT bounds each phase; a process runs up to two, and may wait for a slot.
+	limit := 2*o.opts.Timeout + o.opts.Slot + time.Minute
 	timer := time.AfterFunc(limit, func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
 	var res childResult
+	events, _ := os.Create(filepath.Join(o.work, base+".events.jsonl"))
+	if events != nil {
+		defer events.Close()
+	}
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
@@ -138,6 +140,9 @@ func (o *orchestrator) runChild(tree, ns string, sh Shape, size int, mode, label
 			continue // not an event (a stray print)
 		}
 		res.events = append(res.events, ev)
+		if events != nil {
+			_, _ = events.Write(append(append([]byte(nil), sc.Bytes()...), '\n'))
+		}
 	}
 	werr := cmd.Wait()
 	timer.Stop()
@@ -193,7 +198,8 @@ func timedNFT(ns, realNFT string, input string, args ...string) (time.Duration, 
 }
 
 // measureFloor times, on the table in ns, a full list, the terse JSON list that knftables'
-// ListAll does, and a trivial write (add+delete of an empty chain), each the median of three.
+// ListAll does, and a trivial write (add+delete of an empty chain), each the median of three
+// (one run when the first takes over 5 s).
 func (o *orchestrator) measureFloor(ns, whose, fam string) Floor {
 	f := Floor{Table: whose}
 	nf := nftFamily(fam)
@@ -206,6 +212,9 @@ func (o *orchestrator) measureFloor(ns, whose, fam string) Floor {
 				return 0
 			}
 			v = append(v, float64(d))
+			if d > 5*time.Second {
+				break
+			}
 		}
 		return time.Duration(Median(v))
 	}
@@ -264,8 +273,8 @@ func (o *orchestrator) runSize(sh Shape, size int) *SizeRun {
 	runUp := !o.opts.SkipUpst && size <= o.opts.UpstreamMax
 	fam := sh.Families[0]
 	if runUp {
-		all = append(all, o.results(TreeUpstream, sh, size, o.runChild(TreeUpstream, nsU, sh, size, "first", PhaseCold))...)
-		all = append(all, o.results(TreeUpstream, sh, size, o.runChild(TreeUpstream, nsU, sh, size, "restart", PhaseRestart))...)
+		all = append(all, o.results(TreeUpstream, sh, size, o.runChild(TreeUpstream, nsU, sh, size, "first", PhaseCold, "-partial"))...)
+		all = append(all, o.results(TreeUpstream, sh, size, o.runChild(TreeUpstream, nsU, sh, size, "restart", PhaseRestart, "-periodic"))...)
 		sr.Floors = append(sr.Floors, o.measureFloor(nsU, TreeUpstream, fam))
 	} else if !o.opts.SkipUpst {
 		for _, ph := range []string{PhaseCold, PhasePeriodic, PhasePartial, PhaseRestart} {
@@ -274,8 +283,8 @@ func (o *orchestrator) runSize(sh Shape, size int) *SizeRun {
 	}
 	if !o.opts.SkipPatched {
 		pr.setTarget(hP)
-		all = append(all, o.results(TreePatched, sh, size, o.runChild(TreePatched, nsP, sh, size, "first", PhaseCold))...)
-		all = append(all, o.results(TreePatched, sh, size, o.runChild(TreePatched, nsP, sh, size, "restart", PhaseRestart))...)
+		all = append(all, o.results(TreePatched, sh, size, o.runChild(TreePatched, nsP, sh, size, "first", PhaseCold, "-partial"))...)
+		all = append(all, o.results(TreePatched, sh, size, o.runChild(TreePatched, nsP, sh, size, "restart", PhaseRestart, "-periodic"))...)
 		sr.Floors = append(sr.Floors, o.measureFloor(nsP, TreePatched, fam))
 		if runUp {
 			pr.setTarget(hU)

@@ -19,8 +19,8 @@ const (
 // Phases in report order.
 const (
 	PhaseCold     = "cold"     // empty netns, new proxier process: the first (full) sync
-	PhasePeriodic = "periodic" // same process, nothing changed: a periodic full sync
-	PhasePartial  = "partial"  // same process: one endpoint added to one service
+	PhasePeriodic = "periodic" // the restart process, nothing changed: a periodic full sync
+	PhasePartial  = "partial"  // the cold process: one endpoint added to one service
 	PhaseRestart  = "restart"  // new process, same netns, rules present: the start-up full sync
 	PhaseUpgrade  = "upgrade"  // patched process started on the table upstream wrote
 )
