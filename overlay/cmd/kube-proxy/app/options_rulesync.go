@@ -32,7 +32,7 @@ import (
 
 // ruleSyncFlags names the flags of the ruleSync config section. Unlike upstream's other flags,
 // each of them, when set explicitly, overrides the value from --config.
-var ruleSyncFlags = []string{"full-sync-period", "full-sync-jitter", "sync-splay", "nftables-rule-shapes", "max-sync-transaction-size", "full-sync-rewrite-all"}
+var ruleSyncFlags = []string{"full-sync-period", "full-sync-jitter", "sync-splay", "nftables-rule-shapes", "max-sync-transaction-size", "full-sync-rewrite-all", "sync-workers"}
 
 // addRuleSyncFlags registers the ruleSync flags, bound to o.config.RuleSync.
 func (o *Options) addRuleSyncFlags(fs *pflag.FlagSet) {
@@ -49,6 +49,8 @@ func (o *Options) addRuleSyncFlags(fs *pflag.FlagSet) {
 		"The largest number of operations the nftables proxier puts in one kernel transaction; a larger sync is split between Service ports into several transactions, so the kernel's commit lock is never held for long. 0 means one transaction per sync, as upstream does it.")
 	fs.BoolVar(&rs.FullSyncRewriteAll, "full-sync-rewrite-all", rs.FullSyncRewriteAll,
 		"Make the nftables proxier's periodic full syncs re-write every chain, as upstream does. By default they compare the kernel's chains with what kube-proxy wrote and re-write only the Service ports that drifted.")
+	fs.Int32Var(&rs.SyncWorkers, "sync-workers", rs.SyncWorkers,
+		"The number of workers that generate the nftables proxier's rules for each Service port in parallel. 0 means one per CPU the process may use (GOMAXPROCS); 1 generates them serially. The rules do not depend on it.")
 }
 
 // applyRuleSyncFlags copies the ruleSync flags that were set explicitly on the command line from
@@ -76,6 +78,8 @@ func (o *Options) applyRuleSyncFlags(fs *pflag.FlagSet, loaded *kubeproxyconfig.
 			to.MaxSyncTransactionSize = from.MaxSyncTransactionSize
 		case "full-sync-rewrite-all":
 			to.FullSyncRewriteAll = from.FullSyncRewriteAll
+		case "sync-workers":
+			to.SyncWorkers = from.SyncWorkers
 		}
 	}
 }
@@ -120,5 +124,6 @@ func ruleSyncConfig(c *kubeproxyconfig.KubeProxyConfiguration, nodeName string) 
 		UpstreamRuleShapes: c.RuleSync.NFTablesRuleShapes == kubeproxyconfig.RuleShapesUpstream,
 		MaxTransactionSize: int(c.RuleSync.MaxSyncTransactionSize),
 		FullSyncRewriteAll: c.RuleSync.FullSyncRewriteAll,
+		SyncWorkers:        int(c.RuleSync.SyncWorkers),
 	}
 }

@@ -62,15 +62,15 @@ func TestRuleSyncDefaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			rs := o.config.RuleSync
-			if rs.FullSyncPeriod.Duration != time.Hour || rs.FullSyncJitter != 0.5 || rs.SyncSplay.Duration != 0 || rs.NFTablesRuleShapes != "" || rs.MaxSyncTransactionSize != 5000 {
-				t.Errorf("defaults = %+v, want period 1h, jitter 0.5, splay 0, default (empty: SetFree) shapes, 5000 operations per transaction", rs)
+			if rs.FullSyncPeriod.Duration != time.Hour || rs.FullSyncJitter != 0.5 || rs.SyncSplay.Duration != 0 || rs.NFTablesRuleShapes != "" || rs.MaxSyncTransactionSize != 5000 || rs.SyncWorkers != 0 {
+				t.Errorf("defaults = %+v, want period 1h, jitter 0.5, splay 0, default (empty: SetFree) shapes, 5000 operations per transaction, 0 (GOMAXPROCS) sync workers", rs)
 			}
 		})
 	}
 }
 
 func TestRuleSyncFlags(t *testing.T) {
-	o, err := completeWith(t, "", "--full-sync-period=20m", "--full-sync-jitter=0.2", "--sync-splay=15m", "--nftables-rule-shapes=Upstream", "--max-sync-transaction-size=0", "--full-sync-rewrite-all")
+	o, err := completeWith(t, "", "--full-sync-period=20m", "--full-sync-jitter=0.2", "--sync-splay=15m", "--nftables-rule-shapes=Upstream", "--max-sync-transaction-size=0", "--full-sync-rewrite-all", "--sync-workers=3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestRuleSyncFlags(t *testing.T) {
 	if rs.FullSyncPeriod.Duration != 20*time.Minute || rs.FullSyncJitter != 0.2 || rs.SyncSplay.Duration != 15*time.Minute || rs.NFTablesRuleShapes != "Upstream" {
 		t.Errorf("got %+v, want the flag values", rs)
 	}
-	if opts := ruleSyncConfig(o.config, "n"); !opts.UpstreamRuleShapes || opts.MaxTransactionSize != 0 || !opts.FullSyncRewriteAll {
+	if opts := ruleSyncConfig(o.config, "n"); !opts.UpstreamRuleShapes || opts.MaxTransactionSize != 0 || !opts.FullSyncRewriteAll || opts.SyncWorkers != 3 {
 		t.Errorf("the flags did not reach the proxier options: %+v", opts)
 	}
 }
@@ -88,6 +88,7 @@ func TestRuleSyncConfigFile(t *testing.T) {
   fullSyncPeriod: 30m
   fullSyncJitter: 0.25
   syncSplay: 30m
+  syncWorkers: 4
 `
 	t.Run("file values take effect", func(t *testing.T) {
 		o, err := completeWith(t, config)
@@ -108,8 +109,8 @@ func TestRuleSyncConfigFile(t *testing.T) {
 		if rs.FullSyncPeriod.Duration != 2*time.Hour || rs.SyncSplay.Duration != time.Hour {
 			t.Errorf("got %+v, want period and splay from the flags", rs)
 		}
-		if rs.FullSyncJitter != 0.25 {
-			t.Errorf("jitter = %v, want the file's 0.25 (the flag was not set)", rs.FullSyncJitter)
+		if rs.FullSyncJitter != 0.25 || rs.SyncWorkers != 4 {
+			t.Errorf("jitter = %v, workers = %d, want the file's 0.25 and 4 (the flags were not set)", rs.FullSyncJitter, rs.SyncWorkers)
 		}
 	})
 	t.Run("an explicit zero in the file disables periodic full syncs", func(t *testing.T) {
@@ -141,6 +142,8 @@ func TestRuleSyncRejectsBadInput(t *testing.T) {
 			want: "--full-sync-period must be 0 (no periodic full syncs) or greater"},
 		{name: "negative transaction size", args: []string{"--max-sync-transaction-size=-1"},
 			want: "--max-sync-transaction-size must be 0 (one transaction per sync) or greater"},
+		{name: "negative sync workers in the file", config: ruleSyncBaseConfig + "ruleSync:\n  syncWorkers: -2\n",
+			want: "--sync-workers must be 0 (one per CPU) or greater"},
 		{name: "unknown rule shapes", args: []string{"--nftables-rule-shapes=fast"},
 			want: `ruleSync.nftablesRuleShapes: Unsupported value: "fast"`},
 		{name: "flag that is not a duration", args: []string{"--sync-splay=soon"},

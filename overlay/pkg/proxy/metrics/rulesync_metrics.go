@@ -96,6 +96,33 @@ var SyncFullProxyRulesChainsRewrittenTotal = metrics.NewCounterVec(
 	[]string{"ip_family"},
 )
 
+// SyncProxyRulesGeneratedServicePorts is, per sync, the number of service ports whose rules
+// the sync generated: all of them in a full sync, the changed ones in a partial sync.
+var SyncProxyRulesGeneratedServicePorts = metrics.NewHistogramVec(
+	&metrics.HistogramOpts{
+		Subsystem:      kubeProxySubsystem,
+		Name:           "sync_proxy_rules_generated_service_ports",
+		Help:           "Per sync, the number of service ports whose rules the sync generated (all in a full sync, the changed ones in a partial sync).",
+		Buckets:        metrics.ExponentialBuckets(1, 4, 10),
+		StabilityLevel: metrics.ALPHA,
+	},
+	[]string{"ip_family"},
+)
+
+// SyncProxyRulesGenerationSeconds is, per sync, how long the per-service-port stage took:
+// generating the service ports' rules on the workers and merging them into the sync's
+// transactions.
+var SyncProxyRulesGenerationSeconds = metrics.NewHistogramVec(
+	&metrics.HistogramOpts{
+		Subsystem:      kubeProxySubsystem,
+		Name:           "sync_proxy_rules_generation_duration_seconds",
+		Help:           "Per sync, how long generating the service ports' rules and merging them into the sync's transactions took.",
+		Buckets:        metrics.ExponentialBuckets(0.0001, 2, 18),
+		StabilityLevel: metrics.ALPHA,
+	},
+	[]string{"ip_family"},
+)
+
 // registerRuleSyncMetrics registers the metrics of the full-sync schedule and of nftables
 // transaction splitting; RegisterMetrics calls it.
 func registerRuleSyncMetrics() {
@@ -104,5 +131,7 @@ func registerRuleSyncMetrics() {
 	legacyregistry.MustRegister(NFTablesTransactionsPerSync)
 	legacyregistry.MustRegister(NFTablesLongestTransactionSeconds)
 	legacyregistry.MustRegister(SyncFullProxyRulesChainsCheckedTotal)
+	legacyregistry.MustRegister(SyncProxyRulesGeneratedServicePorts)
+	legacyregistry.MustRegister(SyncProxyRulesGenerationSeconds)
 	legacyregistry.MustRegister(SyncFullProxyRulesChainsRewrittenTotal)
 }

@@ -26,7 +26,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/kubernetes/pkg/proxy/metrics"
 	"sigs.k8s.io/knftables"
 )
 
@@ -181,13 +180,18 @@ func parseListedChains(listing string) map[string]uint64 {
 func (w *writtenChains) prune(activeChains sets.Set[string], staleChains map[string]time.Time) {
 	for chain := range w.hashes {
 		if _, stale := staleChains[chain]; !activeChains.Has(chain) && !stale {
-			owner := chainOwner(chain)
-			delete(w.hashes, chain)
-			delete(w.owned[owner], chain)
-			if len(w.owned[owner]) == 0 {
-				delete(w.owned, owner)
-			}
+			w.forget(chain)
 		}
+	}
+}
+
+// forget drops what kube-proxy wrote to chain, which no longer exists.
+func (w *writtenChains) forget(chain string) {
+	owner := chainOwner(chain)
+	delete(w.hashes, chain)
+	delete(w.owned[owner], chain)
+	if len(w.owned[owner]) == 0 {
+		delete(w.owned, owner)
 	}
 }
 
@@ -209,28 +213,22 @@ func (proxier *Proxier) startDriftCheck(fullSync bool) {
 
 // servicePortIntact reports whether this sync may leave the chains of svcInfo alone: it is a
 // drift-checked full sync, and every chain kube-proxy last wrote for the service port is in the
-// kernel with the same rules.
-func (proxier *Proxier) servicePortIntact(svcInfo *servicePortInfo) bool {
+// kernel with the same rules. It also returns how many chains it checked. It only reads the
+// proxier, so the stage's workers may call it concurrently.
+func (proxier *Proxier) servicePortIntact(svcInfo *servicePortInfo) (intact bool, checked int) {
 	if proxier.driftKernel == nil {
-		return false
+		return false, 0
 	}
 	chains := proxier.written.owned[chainOwner(svcInfo.clusterPolicyChainName)]
 	if len(chains) == 0 {
-		return false
+		return false, 0
 	}
-	intact := true
 	for chain := range chains {
 		want, known := proxier.written.hashes[chain]
 		got, present := proxier.driftKernel[chain]
 		if !known || !present || got != want {
-			intact = false
-			break
+			return false, len(chains)
 		}
 	}
-	family := string(proxier.ipFamily)
-	metrics.SyncFullProxyRulesChainsCheckedTotal.WithLabelValues(family).Add(float64(len(chains)))
-	if !intact {
-		metrics.SyncFullProxyRulesChainsRewrittenTotal.WithLabelValues(family).Add(float64(len(chains)))
-	}
-	return intact
+	return true, len(chains)
 }

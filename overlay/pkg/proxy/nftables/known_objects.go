@@ -19,46 +19,253 @@ package nftables
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/kubernetes/pkg/proxy"
+	"sigs.k8s.io/knftables"
 )
 
-// Partial syncs without listing the table.
+// What kube-proxy knows it created.
 //
-// A sync needs to know which service and endpoint chains and affinity sets exist, to flush or
-// delete the ones no Service uses any more. Upstream lists the whole table for that on every
-// sync (nft --json list table), which costs seconds on a large table and is added to the
-// programming latency of every Service change. kube-proxy creates all of those objects itself, so
-// after a successful sync it knows them: the chains and affinity sets that sync kept active,
-// plus the stale chains it still has to delete (proxier.staleChains). A partial sync uses that.
-// A full sync (at start-up, after any failure, and periodically) still lists the table, so
-// objects created or left behind by anything else are found there.
+// A sync needs to know which service and endpoint chains, affinity sets and map elements exist,
+// to flush or delete the ones no Service uses any more. Upstream lists the whole table for that
+// on every sync (nft --json list table) and walks every service port, which costs seconds on a
+// large table and is added to the programming latency of every Service change. kube-proxy
+// creates all of those objects itself, so after a successful sync it knows them, per service
+// port. A partial sync regenerates only the changed service ports and compares their new objects
+// with their old ones. A full sync (at start-up, after any failure, and periodically) still
+// lists the table and walks every service port, so objects created or left behind by anything
+// else are found there.
 
-// knownObjects are the objects that the last successful sync left active.
+// knownObjects are the objects that the last successful sync left, per service port.
 type knownObjects struct {
-	chains       sets.Set[string]
-	affinitySets sets.Set[string]
+	ports     map[proxy.ServicePortName]*portObjects
+	byService map[types.NamespacedName]sets.Set[proxy.ServicePortName]
+	// claims are, for each map or set element, the service ports that use it: several
+	// service ports can share one (the ports of a Service share its ClusterIP, and Services
+	// that select the same pods share hairpin elements).
+	claims map[elementKey][]elementClaim
+	// chains and affinitySets are all the service ports' chains and affinity sets.
+	chains, affinitySets sets.Set[string]
+	// Totals over the service ports, for the sync's log line and metrics.
+	endpoints, noLocalInternal, noLocalExternal int
 }
 
-// listObjects returns the table's chains and sets in the shape of knftables' ListAll. A full
-// sync, or any sync before kube-proxy knows its objects, lists the table; a partial sync answers
-// from the known objects and the stale chains not yet deleted.
-func (proxier *Proxier) listObjects(fullSync bool) (map[string][]string, error) {
-	if fullSync || proxier.known == nil {
-		return proxier.nftables.ListAll(context.TODO())
-	}
-	chains := proxier.known.chains.Clone()
-	for chain := range proxier.staleChains {
-		chains.Insert(chain)
-	}
-	return map[string][]string{
-		"chain": sets.List(chains),
-		"set":   sets.List(proxier.known.affinitySets),
-	}, nil
+// portObjects are one service port's objects.
+type portObjects struct {
+	elements                         []elementClaim
+	chains, affinitySets             []string
+	endpoints                        int
+	noLocalInternal, noLocalExternal bool
 }
 
-// rememberObjects records, after a successful sync, the chains and affinity sets it kept active,
-// and forgets what it wrote to chains that no longer exist.
-func (proxier *Proxier) rememberObjects(activeChains, activeAffinitySets sets.Set[string]) {
-	proxier.known = &knownObjects{chains: activeChains, affinitySets: activeAffinitySets}
-	proxier.written.prune(activeChains, proxier.staleChains)
+// elementKey names an element: its container and its joined key.
+type elementKey struct {
+	storage *nftElementStorage
+	key     string
+}
+
+// elementClaim is a service port's use of an element.
+type elementClaim struct {
+	elementKey
+	port  proxy.ServicePortName
+	value string
+	elem  *knftables.Element
+}
+
+func newKnownObjects() *knownObjects {
+	return &knownObjects{
+		ports:        map[proxy.ServicePortName]*portObjects{},
+		byService:    map[types.NamespacedName]sets.Set[proxy.ServicePortName]{},
+		claims:       map[elementKey][]elementClaim{},
+		chains:       sets.New[string](),
+		affinitySets: sets.New[string](),
+	}
+}
+
+// objectsOf returns the objects that rec, the recorder of service port name, keeps alive. An
+// element that rec ensures more than once counts once, with the last value ensured.
+func objectsOf(name proxy.ServicePortName, rec *servicePortRecorder) *portObjects {
+	objs := &portObjects{chains: rec.chains, affinitySets: rec.affinitySets, endpoints: rec.endpoints,
+		noLocalInternal: rec.noLocalInternal, noLocalExternal: rec.noLocalExternal}
+	index := map[elementKey]int{}
+	for _, e := range rec.entries {
+		if e.verb != stageElement {
+			continue
+		}
+		c := elementClaim{elementKey: elementKey{e.storage, e.key}, port: name, value: e.value, elem: e.obj.(*knftables.Element)}
+		if i, seen := index[c.elementKey]; seen {
+			objs.elements[i] = c
+			continue
+		}
+		index[c.elementKey] = len(objs.elements)
+		objs.elements = append(objs.elements, c)
+	}
+	return objs
+}
+
+// put records objs (nil: none) as the objects of service port name, replacing its old ones in
+// the per-port index and the totals; it returns the old ones. Element claims, chains and sets
+// are left to the caller.
+func (k *knownObjects) put(name proxy.ServicePortName, objs *portObjects) *portObjects {
+	old := k.ports[name]
+	if old != nil {
+		k.endpoints -= old.endpoints
+		k.noLocalInternal -= b2i(old.noLocalInternal)
+		k.noLocalExternal -= b2i(old.noLocalExternal)
+	}
+	if objs == nil {
+		delete(k.ports, name)
+		if ports := k.byService[name.NamespacedName]; ports != nil {
+			ports.Delete(name)
+			if ports.Len() == 0 {
+				delete(k.byService, name.NamespacedName)
+			}
+		}
+		return old
+	}
+	k.ports[name] = objs
+	if k.byService[name.NamespacedName] == nil {
+		k.byService[name.NamespacedName] = sets.New[proxy.ServicePortName]()
+	}
+	k.byService[name.NamespacedName].Insert(name)
+	k.endpoints += objs.endpoints
+	k.noLocalInternal += b2i(objs.noLocalInternal)
+	k.noLocalExternal += b2i(objs.noLocalExternal)
+	return old
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// claim records c as a use of its element by c.port, replacing that port's earlier claim.
+func (k *knownObjects) claim(c elementClaim) {
+	list := k.claims[c.elementKey]
+	for i := range list {
+		if list[i].port == c.port {
+			list[i] = c
+			return
+		}
+	}
+	k.claims[c.elementKey] = append(list, c)
+}
+
+// release drops port's use of the element key. If no service port uses the element any more,
+// it adds the element's deletion to tx; if others still do and the element holds a value that
+// none of them wants, it writes the value of the last of them.
+func (k *knownObjects) release(tx *knftables.Transaction, key elementKey, port proxy.ServicePortName) {
+	list := k.claims[key]
+	for i := range list {
+		if list[i].port == port {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	s := key.storage
+	if len(list) == 0 {
+		delete(k.claims, key)
+		if _, present := s.elements[key.key]; present {
+			e := &knftables.Element{Key: splitNFTSlice(key.key)}
+			if s.containerType == "set" {
+				e.Set = s.containerName
+			} else {
+				e.Map = s.containerName
+			}
+			tx.Delete(e)
+			delete(s.elements, key.key)
+			delete(s.leftoverKeys, key.key)
+		}
+		return
+	}
+	k.claims[key] = list
+	for _, c := range list {
+		if c.value == s.elements[key.key] {
+			return
+		}
+	}
+	last := list[len(list)-1]
+	s.ensureJoined(tx, last.elem, key.key, last.value)
+}
+
+// setAll records the objects of every service port of a walkAll sync, in order.
+func (k *knownObjects) setAll(names []proxy.ServicePortName, recs []*servicePortRecorder) {
+	for i, name := range names {
+		objs := objectsOf(name, recs[i])
+		k.put(name, objs)
+		for _, c := range objs.elements {
+			k.claim(c)
+		}
+	}
+}
+
+// updatePorts replaces the objects of the service ports names (whose recorders are recs; a nil
+// recorder means the port is gone). It returns the chains and affinity sets that those ports no
+// longer use, the chains they use now, and the element uses they dropped, for the caller to
+// release once it has removed the rest (see release).
+func (k *knownObjects) updatePorts(names []proxy.ServicePortName, recs []*servicePortRecorder) (droppedChains, usedChains, droppedSets []string, released []elementClaim) {
+	olds := make([]*portObjects, len(names))
+	news := make([]*portObjects, len(names))
+	// Claim every new use first, so that an element that moves between two of these
+	// ports is never deleted.
+	for i, name := range names {
+		if recs[i] != nil {
+			news[i] = objectsOf(name, recs[i])
+			for _, c := range news[i].elements {
+				k.claim(c)
+			}
+		}
+		olds[i] = k.put(name, news[i])
+	}
+	for i := range names {
+		old, cur := olds[i], news[i]
+		if cur == nil {
+			cur = &portObjects{}
+		}
+		if old == nil {
+			old = &portObjects{}
+		}
+		keep := make(map[elementKey]bool, len(cur.elements))
+		for _, c := range cur.elements {
+			keep[c.elementKey] = true
+		}
+		for _, c := range old.elements {
+			if !keep[c.elementKey] {
+				released = append(released, c)
+			}
+		}
+		for _, chain := range old.chains {
+			if !contains(cur.chains, chain) {
+				k.chains.Delete(chain)
+				droppedChains = append(droppedChains, chain)
+			}
+		}
+		k.chains.Insert(cur.chains...)
+		usedChains = append(usedChains, cur.chains...)
+		for _, set := range old.affinitySets {
+			if !contains(cur.affinitySets, set) {
+				k.affinitySets.Delete(set)
+				droppedSets = append(droppedSets, set)
+			}
+		}
+		k.affinitySets.Insert(cur.affinitySets...)
+	}
+	return droppedChains, usedChains, droppedSets, released
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// listObjects lists the table's chains and sets, in the shape of knftables' ListAll.
+func (proxier *Proxier) listObjects() (map[string][]string, error) {
+	return proxier.nftables.ListAll(context.TODO())
 }

@@ -69,7 +69,7 @@ func pickPrefix(i, n int) []string {
 
 // writeSetFreeEndpointDNATs writes svcChain's load-balancing rules, DNATing to one of endpoints
 // with equal probability, without sets. It writes nothing when no endpoint is usable.
-func (proxier *Proxier) writeSetFreeEndpointDNATs(tx *knftables.Transaction, svcInfo *servicePortInfo, svcChain string, endpoints []proxy.Endpoint) {
+func (proxier *Proxier) writeSetFreeEndpointDNATs(tx *servicePortRecorder, svcInfo *servicePortInfo, svcChain string, endpoints []proxy.Endpoint) {
 	protocol := strings.ToLower(string(svcInfo.Protocol()))
 	infos := endpointInfos(endpoints)
 	for i, epInfo := range infos {
@@ -88,7 +88,7 @@ func (proxier *Proxier) writeSetFreeEndpointDNATs(tx *knftables.Transaction, svc
 // for each endpoint, a jump to its chain when the client is in its affinity set; then, for a
 // client without affinity, a jump to one of the endpoint chains with equal probability, without
 // sets.
-func (proxier *Proxier) writeSetFreeEndpointJumps(tx *knftables.Transaction, svcChain string, endpoints []proxy.Endpoint) {
+func (proxier *Proxier) writeSetFreeEndpointJumps(tx *servicePortRecorder, svcChain string, endpoints []proxy.Endpoint) {
 	ipX := "ip"
 	if proxier.ipFamily == v1.IPv6Protocol {
 		ipX = "ip6"

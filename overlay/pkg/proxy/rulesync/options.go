@@ -40,4 +40,7 @@ type Options struct {
 	// chain, as upstream does. By default (false) they re-write only the service ports whose
 	// chains drifted from what kube-proxy wrote.
 	FullSyncRewriteAll bool
+	// SyncWorkers is the number of workers that generate the nftables proxier's rules in
+	// parallel. 0 (the zero value) means GOMAXPROCS; 1 means serial generation.
+	SyncWorkers int
 }

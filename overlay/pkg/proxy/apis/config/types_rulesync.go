@@ -41,6 +41,9 @@ type KubeProxyRuleSyncConfiguration struct {
 	// FullSyncRewriteAll makes periodic full syncs re-write every chain rather than only
 	// the drifted ones.
 	FullSyncRewriteAll bool
+	// SyncWorkers is the number of workers that generate the nftables proxier's rules in
+	// parallel; 0 means GOMAXPROCS, 1 means serial generation.
+	SyncWorkers int32
 }
 
 const (

@@ -58,7 +58,7 @@ func SetDefaults_KubeProxyRuleSyncConfiguration(obj *kubeproxyconfigv1alpha1.Kub
 // Convert_v1alpha1_KubeProxyRuleSyncConfiguration_To_config_KubeProxyRuleSyncConfiguration
 // converts the versioned section to the internal one; unset fields become zero.
 func Convert_v1alpha1_KubeProxyRuleSyncConfiguration_To_config_KubeProxyRuleSyncConfiguration(in *kubeproxyconfigv1alpha1.KubeProxyRuleSyncConfiguration, out *config.KubeProxyRuleSyncConfiguration, _ conversion.Scope) error {
-	*out = config.KubeProxyRuleSyncConfiguration{SyncSplay: in.SyncSplay, NFTablesRuleShapes: in.NFTablesRuleShapes, FullSyncRewriteAll: in.FullSyncRewriteAll}
+	*out = config.KubeProxyRuleSyncConfiguration{SyncSplay: in.SyncSplay, NFTablesRuleShapes: in.NFTablesRuleShapes, FullSyncRewriteAll: in.FullSyncRewriteAll, SyncWorkers: in.SyncWorkers}
 	if in.FullSyncPeriod != nil {
 		out.FullSyncPeriod = *in.FullSyncPeriod
 	}
@@ -85,6 +85,7 @@ func Convert_config_KubeProxyRuleSyncConfiguration_To_v1alpha1_KubeProxyRuleSync
 		NFTablesRuleShapes:     in.NFTablesRuleShapes,
 		MaxSyncTransactionSize: &maxTx,
 		FullSyncRewriteAll:     in.FullSyncRewriteAll,
+		SyncWorkers:            in.SyncWorkers,
 	}
 	return nil
 }

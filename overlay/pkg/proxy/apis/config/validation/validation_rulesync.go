@@ -49,6 +49,10 @@ func validateRuleSync(c kubeproxyconfig.KubeProxyRuleSyncConfiguration, fldPath 
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxSyncTransactionSize"), c.MaxSyncTransactionSize,
 			"--max-sync-transaction-size must be 0 (one transaction per sync) or greater"))
 	}
+	if c.SyncWorkers < 0 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("syncWorkers"), c.SyncWorkers,
+			"--sync-workers must be 0 (one per CPU) or greater"))
+	}
 	// The empty value (an internal config built without defaulting) means the default.
 	switch c.NFTablesRuleShapes {
 	case "", kubeproxyconfig.RuleShapesSetFree, kubeproxyconfig.RuleShapesUpstream:

@@ -61,6 +61,12 @@ type KubeProxyRuleSyncConfiguration struct {
 	// ports that drifted.
 	// +optional
 	FullSyncRewriteAll bool `json:"fullSyncRewriteAll,omitempty"`
+	// syncWorkers is the number of workers that generate the nftables proxier's rules for
+	// each Service port in parallel during a sync. 0, the default, means one per CPU that
+	// the process may use (GOMAXPROCS); 1 generates them serially, as upstream does. The
+	// result does not depend on it.
+	// +optional
+	SyncWorkers int32 `json:"syncWorkers,omitempty"`
 }
 
 // DeepCopyInto copies the receiver into out. in must be non-nil.

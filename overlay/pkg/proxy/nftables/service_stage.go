@@ -1,0 +1,408 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nftables
+
+import (
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/kubernetes/pkg/proxy"
+	"k8s.io/kubernetes/pkg/proxy/metrics"
+	"k8s.io/kubernetes/pkg/proxy/util/workerpool"
+	"sigs.k8s.io/knftables"
+)
+
+// The per-service-port stage of a sync.
+//
+// syncProxyRules generates each service port's chains, rules and map elements with a pure
+// function of the service port, its endpoints and the proxier's settings (the generate closure
+// there). Its output goes to a servicePortRecorder, never to shared state, so service ports are
+// generated on a bounded pool of workers (--sync-workers). The sync's goroutine then merges the
+// recorders in service-port-name order into the sync's transactions, and only there touches the
+// element storages, the active chains and sets, the counters and the metrics. The order, and so
+// the transactions, do not depend on the number of workers.
+//
+// A full sync generates every service port. A partial sync generates only the service ports of
+// the Services whose Service or EndpointSlices changed, and works out what to remove from what
+// the last successful sync generated for those ports (knownObjects): its Go cost is
+// O(changed), not O(cluster).
+
+// minParallelServicePorts is the fewest service ports for which the stage starts workers; below
+// it, generation runs on the sync's goroutine. A service port takes some 10 to 20µs to
+// generate, and starting and joining a worker costs about as much as one or two of them, so a
+// partial sync of a few Services stays serial (see bench/sync).
+const minParallelServicePorts = 32
+
+// stageVerb is what the merge does with a recorded entry.
+type stageVerb uint8
+
+const (
+	stageAdd     stageVerb = iota // tx.Add(obj)
+	stageFlush                    // tx.Flush(obj)
+	stageElement                  // ensure obj, an element, in storage
+)
+
+// stageEntry is one recorded operation of a service port.
+type stageEntry struct {
+	verb       stageVerb
+	obj        knftables.Object
+	storage    *nftElementStorage // stageElement: the map or set that holds the element
+	key, value string             // stageElement: the element's joined key and value
+}
+
+// servicePortRecorder collects one service port's output of the stage: its operations, in
+// order, and the chains, affinity sets and map elements that it keeps alive. A recorder is
+// written by one worker only.
+type servicePortRecorder struct {
+	proxier      *Proxier
+	entries      []stageEntry
+	chains       []string
+	affinitySets []string
+	// endpoints counts the service port's endpoints, for the sync's log line.
+	endpoints int
+	// noLocalInternal and noLocalExternal report a Local traffic policy without local
+	// endpoints, for the sync_proxy_rules_no_local_endpoints_total metric.
+	noLocalInternal, noLocalExternal bool
+	// chainsChecked and chainsRewritten count this port's chains in a drift check.
+	chainsChecked, chainsRewritten int
+}
+
+// Add records an "add" of obj, as knftables.Transaction.Add would queue it.
+func (r *servicePortRecorder) Add(obj knftables.Object) {
+	r.entries = append(r.entries, stageEntry{verb: stageAdd, obj: obj})
+}
+
+// ensureChain notes that the service port keeps chain alive and, unless skipCreation is set,
+// records creating it empty (an add and a flush). A chain is recorded once per service port.
+func (r *servicePortRecorder) ensureChain(chain string, skipCreation bool) {
+	if slices.Contains(r.chains, chain) {
+		return
+	}
+	r.chains = append(r.chains, chain)
+	if skipCreation {
+		return
+	}
+	r.entries = append(r.entries,
+		stageEntry{verb: stageAdd, obj: &knftables.Chain{Name: chain}},
+		stageEntry{verb: stageFlush, obj: &knftables.Chain{Name: chain}})
+}
+
+// ensureElem records that the service port needs elem in storage. The merge adds it if storage
+// lacks it or holds another value for its key.
+func (r *servicePortRecorder) ensureElem(storage *nftElementStorage, elem *knftables.Element) {
+	r.entries = append(r.entries, stageEntry{
+		verb: stageElement, obj: elem, storage: storage,
+		key: joinNFTSlice(elem.Key), value: joinNFTSlice(elem.Value),
+	})
+}
+
+// keepAffinitySet notes that the service port keeps the affinity set name alive.
+func (r *servicePortRecorder) keepAffinitySet(name string) {
+	r.affinitySets = append(r.affinitySets, name)
+}
+
+// servicePortIntact reports whether this sync may leave the service port's chains alone (see
+// Proxier.servicePortIntact), and counts the chains it checked for the merge's metrics.
+func (r *servicePortRecorder) servicePortIntact(svcInfo *servicePortInfo) bool {
+	intact, checked := r.proxier.servicePortIntact(svcInfo)
+	r.chainsChecked += checked
+	if !intact {
+		r.chainsRewritten += checked
+	}
+	return intact
+}
+
+// servicePortStage is one sync's per-service-port stage.
+type servicePortStage struct {
+	proxier *Proxier
+	start   time.Time
+	// walkAll is set when the stage generates every service port, as upstream does: in a
+	// full sync, and in any sync that has no state from a successful sync to start from.
+	walkAll bool
+	// state is what the last successful sync generated, updated as this sync goes; it
+	// becomes the proxier's only when the sync succeeds (commit).
+	state *knownObjects
+	// ports are the service ports to generate, sorted; results are their recorders.
+	ports   []proxy.ServicePortName
+	results []*servicePortRecorder
+	// removed (partial syncs) are service ports that the last sync generated and that are
+	// gone now.
+	removed []proxy.ServicePortName
+	// staleBefore (partial syncs) are the stale chains left from before this sync.
+	staleBefore []string
+	// existingChains and existingAffinitySets (walkAll) are the ones listed in the table;
+	// activeChains and activeAffinitySets are the ones this sync keeps.
+	existingChains, existingAffinitySets sets.Set[string]
+	activeChains, activeAffinitySets     sets.Set[string]
+
+	// endpoints, noLocalInternal and noLocalExternal are the whole table's totals after
+	// this sync, for its log line and metrics.
+	endpoints, noLocalInternal, noLocalExternal int
+}
+
+// newServicePortStage plans the stage of a sync that started at start. fullSync syncs are
+// walkAll; otherwise the stage covers the service ports of updatedServices and
+// updatedEndpoints (the Services whose Service or EndpointSlices changed). The proxier's
+// known objects move into the stage and come back only with commit, so that a failed sync
+// leaves none and the next one is walkAll.
+func (proxier *Proxier) newServicePortStage(start time.Time, fullSync bool, updatedServices, updatedEndpoints sets.Set[types.NamespacedName]) *servicePortStage {
+	st := &servicePortStage{proxier: proxier, start: start, state: proxier.known}
+	proxier.known = nil
+	if fullSync || st.state == nil {
+		st.walkAll = true
+		st.state = newKnownObjects()
+		st.ports = make([]proxy.ServicePortName, 0, len(proxier.svcPortMap))
+		for name := range proxier.svcPortMap {
+			st.ports = append(st.ports, name)
+		}
+		slices.SortFunc(st.ports, compareServicePortNames)
+		st.listExisting()
+		st.activeChains, st.activeAffinitySets = sets.New[string](), sets.New[string]()
+		return st
+	}
+	changed := updatedServices.Union(updatedEndpoints)
+	if len(changed) > 0 {
+		for name := range proxier.svcPortMap {
+			if changed.Has(name.NamespacedName) {
+				st.ports = append(st.ports, name)
+			}
+		}
+		for svc := range changed {
+			for name := range st.state.byService[svc] {
+				if _, ok := proxier.svcPortMap[name]; !ok {
+					st.removed = append(st.removed, name)
+				}
+			}
+		}
+	}
+	slices.SortFunc(st.ports, compareServicePortNames)
+	slices.SortFunc(st.removed, compareServicePortNames)
+	for chain := range proxier.staleChains {
+		st.staleBefore = append(st.staleBefore, chain)
+	}
+	slices.Sort(st.staleBefore)
+	return st
+}
+
+// compareServicePortNames orders service ports by namespace, name, port name and protocol.
+func compareServicePortNames(a, b proxy.ServicePortName) int {
+	if a.Namespace != b.Namespace {
+		return compareStrings(a.Namespace, b.Namespace)
+	}
+	if a.Name != b.Name {
+		return compareStrings(a.Name, b.Name)
+	}
+	if a.Port != b.Port {
+		return compareStrings(a.Port, b.Port)
+	}
+	return compareStrings(string(a.Protocol), string(b.Protocol))
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// listExisting lists the table's chains and affinity sets for a walkAll sync. If listing
+// fails, the sync goes on without them, as upstream's does: nothing is found stale.
+func (st *servicePortStage) listExisting() {
+	st.existingChains, st.existingAffinitySets = sets.New[string](), sets.New[string]()
+	all, err := st.proxier.listObjects()
+	if err != nil {
+		st.proxier.logger.Error(err, "Failed to list existing nftables objects")
+		return
+	}
+	st.existingChains.Insert(all["chain"]...)
+	for _, set := range all["set"] {
+		if isAffinitySetName(set) {
+			st.existingAffinitySets.Insert(set)
+		}
+	}
+}
+
+// workers returns how many workers generate n service ports.
+func (st *servicePortStage) workers(n int) int {
+	if n < minParallelServicePorts {
+		return 1
+	}
+	return workerpool.Size(st.proxier.syncWorkers)
+}
+
+// run generates the stage's service ports with generate, on the pool, and merges them in
+// order into tx, which splitter may cut between service ports. It returns the transaction the
+// merge ended in.
+func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter, generate func(*servicePortRecorder, proxy.ServicePortName, proxy.ServicePort)) *knftables.Transaction {
+	proxier := st.proxier
+	began := time.Now()
+	family := string(proxier.ipFamily)
+	defer func() {
+		metrics.SyncProxyRulesGeneratedServicePorts.WithLabelValues(family).Observe(float64(len(st.ports)))
+		metrics.SyncProxyRulesGenerationSeconds.WithLabelValues(family).Observe(time.Since(began).Seconds())
+	}()
+	st.results = make([]*servicePortRecorder, len(st.ports))
+	workerpool.Run(len(st.ports), st.workers(len(st.ports)), func(i int) {
+		rec := &servicePortRecorder{proxier: proxier}
+		rec.endpoints = len(proxier.endpointsMap[st.ports[i]])
+		generate(rec, st.ports[i], proxier.svcPortMap[st.ports[i]])
+		st.results[i] = rec
+	})
+
+	checked, rewritten := 0, 0
+	for _, rec := range st.results {
+		tx = splitter.cut(tx)
+		for _, e := range rec.entries {
+			switch e.verb {
+			case stageAdd:
+				tx.Add(e.obj)
+			case stageFlush:
+				tx.Flush(e.obj)
+			case stageElement:
+				e.storage.ensureJoined(tx, e.obj.(*knftables.Element), e.key, e.value)
+			}
+		}
+		checked += rec.chainsChecked
+		rewritten += rec.chainsRewritten
+		if st.walkAll {
+			st.activeChains.Insert(rec.chains...)
+			st.activeAffinitySets.Insert(rec.affinitySets...)
+		}
+	}
+	if st.walkAll {
+		st.state.setAll(st.ports, st.results)
+	}
+	if checked > 0 {
+		metrics.SyncFullProxyRulesChainsCheckedTotal.WithLabelValues(family).Add(float64(checked))
+		metrics.SyncFullProxyRulesChainsRewrittenTotal.WithLabelValues(family).Add(float64(rewritten))
+	}
+	return tx
+}
+
+// cleanup adds to tx the removal of what this sync no longer uses: it flushes stale
+// service-port chains (and notes them in proxier.staleChains, to be deleted by a later sync),
+// deletes stale affinity sets, and deletes stale map and set elements.
+func (st *servicePortStage) cleanup(tx *knftables.Transaction) {
+	if st.walkAll {
+		st.cleanupAll(tx)
+	} else {
+		st.cleanupChanged(tx)
+	}
+	st.endpoints, st.noLocalInternal, st.noLocalExternal = st.state.endpoints, st.state.noLocalInternal, st.state.noLocalExternal
+}
+
+// cleanupAll is cleanup for a walkAll sync: whatever the table holds and this sync did not
+// generate is stale.
+func (st *servicePortStage) cleanupAll(tx *knftables.Transaction) {
+	proxier := st.proxier
+	for _, chain := range sets.List(st.existingChains) {
+		if !isServiceChainName(chain) {
+			continue
+		}
+		if st.activeChains.Has(chain) {
+			delete(proxier.staleChains, chain)
+			continue
+		}
+		tx.Flush(&knftables.Chain{Name: chain})
+		proxier.staleChains[chain] = st.start
+	}
+	for _, set := range sets.List(st.existingAffinitySets) {
+		if !st.activeAffinitySets.Has(set) {
+			tx.Delete(&knftables.Set{Name: set})
+		}
+	}
+	for _, storage := range proxier.elementStorages() {
+		storage.cleanupLeftoverKeys(tx)
+	}
+	st.state.chains, st.state.affinitySets = st.activeChains, st.activeAffinitySets
+}
+
+// cleanupChanged is cleanup for a partial sync: what the changed and removed service ports
+// used before and do not use now is stale, unless another service port still uses it. As in
+// cleanupAll, chains are flushed before the affinity sets that their rules used are deleted.
+func (st *servicePortStage) cleanupChanged(tx *knftables.Transaction) {
+	proxier := st.proxier
+	names := append(slices.Clip(st.ports), st.removed...)
+	recs := append(slices.Clip(st.results), make([]*servicePortRecorder, len(st.removed))...)
+	dropped, used, droppedSets, released := st.state.updatePorts(names, recs)
+	for _, chain := range used {
+		delete(proxier.staleChains, chain)
+	}
+	for _, chain := range dropped {
+		tx.Flush(&knftables.Chain{Name: chain})
+		proxier.staleChains[chain] = st.start
+	}
+	// Chains that were already stale, and are not in use again, are flushed again, as a
+	// sync that lists the table would find and flush them.
+	for _, chain := range st.staleBefore {
+		if _, stillStale := proxier.staleChains[chain]; stillStale && !st.state.chains.Has(chain) && !slices.Contains(dropped, chain) {
+			tx.Flush(&knftables.Chain{Name: chain})
+			proxier.staleChains[chain] = st.start
+		}
+	}
+	for _, set := range droppedSets {
+		tx.Delete(&knftables.Set{Name: set})
+	}
+	for _, c := range released {
+		st.state.release(tx, c.elementKey, c.port)
+	}
+}
+
+// commit makes the stage's state the proxier's known objects, after the sync's transactions
+// all succeeded, and forgets what kube-proxy wrote to chains that are gone.
+func (st *servicePortStage) commit() {
+	proxier := st.proxier
+	if st.walkAll {
+		proxier.written.prune(st.state.chains, proxier.staleChains)
+	} else {
+		for _, chain := range st.staleBefore {
+			if _, stale := proxier.staleChains[chain]; !stale && !st.state.chains.Has(chain) {
+				proxier.written.forget(chain)
+			}
+		}
+	}
+	proxier.known = st.state
+}
+
+// elementStorages returns the proxier's map and set element storages.
+func (proxier *Proxier) elementStorages() []*nftElementStorage {
+	return []*nftElementStorage{
+		proxier.clusterIPs, proxier.serviceIPs, proxier.firewallIPs, proxier.noEndpointServices,
+		proxier.noEndpointNodePorts, proxier.serviceNodePorts, proxier.hairpinConnections,
+	}
+}
+
+// ensureJoined is ensureElem for an element whose key and value are already joined: it adds
+// elem to tx unless the storage holds it with the same value (replacing it if the value
+// differs), and marks it as used in this sync.
+func (s *nftElementStorage) ensureJoined(tx *knftables.Transaction, elem *knftables.Element, key, value string) {
+	existing, exists := s.elements[key]
+	switch {
+	case !exists:
+		tx.Add(elem)
+	case existing != value:
+		tx.Delete(elem)
+		tx.Add(elem)
+	}
+	s.elements[key] = value
+	delete(s.leftoverKeys, key)
+}
