@@ -176,18 +176,26 @@ func (proxier *Proxier) newServicePortStage(start time.Time, fullSync bool, upda
 		st.activeChains, st.activeAffinitySets = sets.New[string](), sets.New[string]()
 		return st
 	}
-	changed := updatedServices.Union(updatedEndpoints)
-	if len(changed) > 0 {
-		for name := range proxier.svcPortMap {
-			if changed.Has(name.NamespacedName) {
+	// A Service whose Service object changed may have other ports now: find them in
+	// svcPortMap. One whose EndpointSlices alone changed has the ports that the last
+	// successful sync generated for it (a failed sync leaves no known objects).
+	if len(updatedServices) > 0 {
+		st.ports = proxier.portsOf(updatedServices)
+	}
+	for svc := range updatedEndpoints {
+		if updatedServices.Has(svc) {
+			continue
+		}
+		for name := range st.state.byService[svc] {
+			if _, ok := proxier.svcPortMap[name]; ok {
 				st.ports = append(st.ports, name)
 			}
 		}
-		for svc := range changed {
-			for name := range st.state.byService[svc] {
-				if _, ok := proxier.svcPortMap[name]; !ok {
-					st.removed = append(st.removed, name)
-				}
+	}
+	for svc := range updatedServices.Union(updatedEndpoints) {
+		for name := range st.state.byService[svc] {
+			if _, ok := proxier.svcPortMap[name]; !ok {
+				st.removed = append(st.removed, name)
 			}
 		}
 	}
@@ -198,6 +206,27 @@ func (proxier *Proxier) newServicePortStage(start time.Time, fullSync bool, upda
 	}
 	slices.Sort(st.staleBefore)
 	return st
+}
+
+// portsOf returns the service ports of services in svcPortMap. It scans svcPortMap, comparing
+// names without hashing when there is one Service, the usual case.
+func (proxier *Proxier) portsOf(services sets.Set[types.NamespacedName]) []proxy.ServicePortName {
+	var ports []proxy.ServicePortName
+	if len(services) == 1 {
+		only := services.UnsortedList()[0]
+		for name := range proxier.svcPortMap {
+			if name.Name == only.Name && name.Namespace == only.Namespace {
+				ports = append(ports, name)
+			}
+		}
+		return ports
+	}
+	for name := range proxier.svcPortMap {
+		if services.Has(name.NamespacedName) {
+			ports = append(ports, name)
+		}
+	}
+	return ports
 }
 
 // compareServicePortNames orders service ports by namespace, name, port name and protocol.
