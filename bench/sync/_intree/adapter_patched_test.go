@@ -25,3 +25,16 @@ func benchConfigure(p *Proxier, workers int) {
 	p.syncWorkers = workers
 	p.maxTransactionOps = 5000
 }
+
+// benchForcePool makes partial syncs of any size use the worker pool (on), or restores the
+// threshold (off).
+func benchForcePool(on bool) {
+	if on {
+		minParallelServicePorts = 0
+	} else {
+		minParallelServicePorts = benchThreshold
+	}
+}
+
+// benchThreshold is the proxier's own threshold.
+var benchThreshold = minParallelServicePorts

@@ -25,3 +25,6 @@ func benchConfigure(p *Proxier, workers int) {
 		panic("upstream generates serially; measure it with 1 worker")
 	}
 }
+
+// benchForcePool does nothing: upstream has no pool.
+func benchForcePool(bool) {}

@@ -72,15 +72,16 @@ type benchResult struct {
 	Tree        string  `json:"tree"`
 	Family      string  `json:"family"`
 	Ports       int     `json:"ports"`
-	Phase       string  `json:"phase"` // "full" or "partial"
+	Phase       string  `json:"phase"` // "initial", "full", "partial" or "batch"
 	Workers     int     `json:"workers"`
-	Ms          float64 `json:"ms"`           // sync start to the first transaction handed to nft
-	GCCPUMs     float64 `json:"gc_cpu_ms"`    // CPU time the garbage collector used meanwhile
-	AllocMB     float64 `json:"alloc_mb"`     // bytes allocated by the whole sync
-	Allocs      uint64  `json:"allocs"`       // allocations by the whole sync
-	Ops         int     `json:"ops"`          // operations in the sync's transactions
-	Txs         int     `json:"txs"`          // transactions
-	SerializeMs float64 `json:"serialize_ms"` // knftables writing the transactions as nft commands
+	Ms          float64 `json:"ms"`              // sync start to the first transaction handed to nft
+	GCCPUMs     float64 `json:"gc_cpu_ms"`       // CPU time the garbage collector used meanwhile
+	AllocMB     float64 `json:"alloc_mb"`        // bytes allocated by the whole sync
+	Allocs      uint64  `json:"allocs"`          // allocations by the whole sync
+	Ops         int     `json:"ops"`             // operations in the sync's transactions
+	Txs         int     `json:"txs"`             // transactions
+	SerializeMs float64 `json:"serialize_ms"`    // knftables writing the transactions as nft commands
+	Batch       int     `json:"batch,omitempty"` // phase "batch": Services changed at once
 }
 
 func envInts(name, def string) []int {
@@ -188,7 +189,8 @@ func measure(p *Proxier, nft *benchNFT) benchResult {
 // BENCHSYNC_FAMILY (ipv4|ipv6), BENCHSYNC_PORTS (service ports, a multiple of 6),
 // BENCHSYNC_WORKERS (worker counts to measure, e.g. "1,2"), BENCHSYNC_FULL (full syncs per worker
 // count), BENCHSYNC_PARTIAL (partial syncs), BENCHSYNC_DUMP (a file for the ruleset of the first
-// full sync, for nft --check).
+// full sync, for nft --check), BENCHSYNC_BATCH (patched only: numbers of Services changed at
+// once, each synced serially and on the pool).
 func TestBenchSync(t *testing.T) {
 	if os.Getenv("BENCHSYNC") != "1" {
 		t.Skip("BENCHSYNC=1 runs the sync benchmark's driver")
@@ -218,10 +220,10 @@ func TestBenchSync(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The first sync is a full one; it is measured with the first worker count, and its
-	// transactions are dumped for nft --check.
+	// The first sync also applies the whole cluster's changes; it is reported as "initial", and
+	// its transactions are dumped for nft --check.
 	first := measure(p, nft)
-	emit(first, "full", workers[0])
+	emit(first, "initial", workers[0])
 	if dump := os.Getenv("BENCHSYNC_DUMP"); dump != "" {
 		var b strings.Builder
 		for _, tx := range nft.txs {
@@ -236,22 +238,42 @@ func TestBenchSync(t *testing.T) {
 	}
 	for round := 0; round < fulls; round++ {
 		for _, w := range workers {
-			if round == 0 && w == workers[0] {
-				continue
-			}
 			benchConfigure(p, w)
 			p.needFullSync = true
 			emit(measure(p, nft), "full", w)
 		}
 	}
+	// generation[i] is how many times Service i's endpoints were replaced.
+	generation := make([]int, services)
+	change := func(i int) {
+		_, oldSlice := benchService(family, i, generation[i])
+		generation[i]++
+		_, newSlice := benchService(family, i, generation[i])
+		p.OnEndpointSliceUpdate(oldSlice, newSlice)
+	}
 	w := workers[len(workers)-1]
 	benchConfigure(p, w)
 	for round := 0; round < partials; round++ {
-		i := (round * 7919) % services
-		oldSvc, oldSlice := benchService(family, i, round)
-		_, newSlice := benchService(family, i, round+1)
-		_ = oldSvc
-		p.OnEndpointSliceUpdate(oldSlice, newSlice)
+		change((round * 7919) % services)
 		emit(measure(p, nft), "partial", w)
+	}
+	// Partial syncs of k changed Services, serial and on the pool regardless of the
+	// threshold, to place the threshold.
+	if batches := os.Getenv("BENCHSYNC_BATCH"); batches != "" && benchTree == "patched" {
+		for _, k := range envInts("BENCHSYNC_BATCH", "") {
+			for round := 0; round < max(partials, 1); round++ {
+				for _, bw := range []int{1, w} {
+					benchConfigure(p, bw)
+					benchForcePool(true)
+					for j := 0; j < min(k, services); j++ {
+						change((round*k + j*7919) % services)
+					}
+					r := measure(p, nft)
+					r.Batch = k
+					emit(r, "batch", bw)
+					benchForcePool(false)
+				}
+			}
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,9 +85,84 @@ type writtenChains struct {
 	owned  map[string]map[string]bool // service port -> its chains
 }
 
-// record updates w with one applied transaction.
-func (w *writtenChains) record(tx *knftables.Transaction) {
-	w.recordText(tx.String())
+// chainWrite is what a transaction writes to one service-port chain: the hash of the chain's
+// rules after it (a flushed chain's is the empty hash), or unknown when the transaction changes
+// the chain in a way that is not hashed.
+type chainWrite struct {
+	chain   string
+	hash    uint64
+	unknown bool
+}
+
+// ruleText returns the text that knftables writes after the chain name for an added rule: the
+// rule, then its comment, quoted. The kernel's listing of the rule is hashed against it.
+func ruleText(r *knftables.Rule) string {
+	if r.Comment == nil {
+		return r.Rule
+	}
+	return r.Rule + " comment " + strconv.Quote(*r.Comment)
+}
+
+// chainWritesOf returns what the operations of rec write to its chains, as recordText would
+// find them in the operations' nft text: a created chain (added and flushed) starts empty, and
+// each added rule extends its chain's hash. A rule for a chain that rec did not create, or one
+// placed by index or handle, leaves that chain unknown. It only reads rec.
+func chainWritesOf(rec *servicePortRecorder) []chainWrite {
+	var writes []chainWrite
+	find := func(chain string) int {
+		for i := len(writes) - 1; i >= 0; i-- {
+			if writes[i].chain == chain {
+				return i
+			}
+		}
+		return -1
+	}
+	for _, e := range rec.entries {
+		switch obj := e.obj.(type) {
+		case *knftables.Chain:
+			if e.verb != stageFlush {
+				continue
+			}
+			if i := find(obj.Name); i >= 0 {
+				writes[i] = chainWrite{chain: obj.Name, hash: fnvOffset64}
+			} else {
+				writes = append(writes, chainWrite{chain: obj.Name, hash: fnvOffset64})
+			}
+		case *knftables.Rule:
+			i := find(obj.Chain)
+			switch {
+			case i < 0:
+				writes = append(writes, chainWrite{chain: obj.Chain, unknown: true})
+			case obj.Index != nil || obj.Handle != nil:
+				writes[i].unknown = true
+			case !writes[i].unknown:
+				writes[i].hash = hashRule(writes[i].hash, ruleText(obj))
+			}
+		}
+	}
+	return writes
+}
+
+// apply updates w with the writes of one applied transaction.
+func (w *writtenChains) apply(writes []chainWrite) {
+	if w.hashes == nil {
+		w.hashes, w.owned = map[string]uint64{}, map[string]map[string]bool{}
+	}
+	for _, wr := range writes {
+		owner := chainOwner(wr.chain)
+		if owner == "" {
+			continue
+		}
+		if wr.unknown {
+			delete(w.hashes, wr.chain)
+			continue
+		}
+		w.hashes[wr.chain] = wr.hash
+		if w.owned[owner] == nil {
+			w.owned[owner] = map[string]bool{}
+		}
+		w.owned[owner][wr.chain] = true
+	}
 }
 
 // recordText updates w from nft command text: "add chain" starts an unknown chain empty,

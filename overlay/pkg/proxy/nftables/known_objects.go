@@ -18,6 +18,7 @@ package nftables
 
 import (
 	"context"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -44,11 +45,15 @@ type knownObjects struct {
 	// claims are, for each map or set element, the service ports that use it: several
 	// service ports can share one (the ports of a Service share its ClusterIP, and Services
 	// that select the same pods share hairpin elements).
-	claims map[elementKey][]elementClaim
+	claims map[elementKey]claimants
 	// chains and affinitySets are all the service ports' chains and affinity sets.
 	chains, affinitySets sets.Set[string]
 	// Totals over the service ports, for the sync's log line and metrics.
 	endpoints, noLocalInternal, noLocalExternal int
+	// order is every service port, sorted, or nil when ports came or went since it was.
+	order []proxy.ServicePortName
+	// stale are the stale chains that the last sync left, not yet deleted.
+	stale []string
 }
 
 // portObjects are one service port's objects.
@@ -77,31 +82,80 @@ func newKnownObjects() *knownObjects {
 	return &knownObjects{
 		ports:        map[proxy.ServicePortName]*portObjects{},
 		byService:    map[types.NamespacedName]sets.Set[proxy.ServicePortName]{},
-		claims:       map[elementKey][]elementClaim{},
+		claims:       map[elementKey]claimants{},
 		chains:       sets.New[string](),
 		affinitySets: sets.New[string](),
 	}
 }
 
+// sortedPorts returns the service ports of svcPortMap, sorted. It reuses the order of the
+// last sync when the same ports are there, which costs a lookup per port instead of a sort.
+// The caller must not modify the result.
+func (k *knownObjects) sortedPorts(svcPortMap proxy.ServicePortMap) []proxy.ServicePortName {
+	if k.order != nil && len(k.order) == len(svcPortMap) {
+		same := true
+		for _, name := range k.order {
+			if _, ok := svcPortMap[name]; !ok {
+				same = false
+				break
+			}
+		}
+		if same {
+			return k.order
+		}
+	}
+	ports := make([]proxy.ServicePortName, 0, len(svcPortMap))
+	for name := range svcPortMap {
+		ports = append(ports, name)
+	}
+	slices.SortFunc(ports, compareServicePortNames)
+	k.order = ports
+	return ports
+}
+
 // objectsOf returns the objects that rec, the recorder of service port name, keeps alive. An
-// element that rec ensures more than once counts once, with the last value ensured.
+// element that rec ensures more than once counts once, with the last value ensured. It only
+// reads rec, so the stage's workers call it for their own recorders.
 func objectsOf(name proxy.ServicePortName, rec *servicePortRecorder) *portObjects {
 	objs := &portObjects{chains: rec.chains, affinitySets: rec.affinitySets, endpoints: rec.endpoints,
-		noLocalInternal: rec.noLocalInternal, noLocalExternal: rec.noLocalExternal}
-	index := map[elementKey]int{}
+		noLocalInternal: rec.noLocalInternal, noLocalExternal: rec.noLocalExternal,
+		elements: make([]elementClaim, 0, len(rec.elems))}
 	for _, e := range rec.entries {
 		if e.verb != stageElement {
 			continue
 		}
-		c := elementClaim{elementKey: elementKey{e.storage, e.key}, port: name, value: e.value, elem: e.obj.(*knftables.Element)}
-		if i, seen := index[c.elementKey]; seen {
-			objs.elements[i] = c
-			continue
+		el := &rec.elems[e.elem]
+		c := elementClaim{elementKey: elementKey{el.storage, el.key}, port: name, value: el.value, elem: e.obj.(*knftables.Element)}
+		// A service port has a handful of elements: a linear search beats a map.
+		seen := false
+		for i := range objs.elements {
+			if objs.elements[i].elementKey == c.elementKey {
+				objs.elements[i], seen = c, true
+				break
+			}
 		}
-		index[c.elementKey] = len(objs.elements)
-		objs.elements = append(objs.elements, c)
+		if !seen {
+			objs.elements = append(objs.elements, c)
+		}
 	}
 	return objs
+}
+
+// matches reports whether rec, the recorder of service port name, keeps alive exactly the
+// objects o, so that o can stand for them without building them anew. (A recorder that ensures
+// one element twice never matches; objectsOf handles it.)
+func (o *portObjects) matches(name proxy.ServicePortName, rec *servicePortRecorder) bool {
+	if o.endpoints != rec.endpoints || o.noLocalInternal != rec.noLocalInternal || o.noLocalExternal != rec.noLocalExternal ||
+		len(o.elements) != len(rec.elems) || !slices.Equal(o.chains, rec.chains) || !slices.Equal(o.affinitySets, rec.affinitySets) {
+		return false
+	}
+	for i := range rec.elems {
+		c, el := &o.elements[i], &rec.elems[i]
+		if c.storage != el.storage || c.key != el.key || c.value != el.value || c.port != name {
+			return false
+		}
+	}
+	return true
 }
 
 // put records objs (nil: none) as the objects of service port name, replacing its old ones in
@@ -109,6 +163,9 @@ func objectsOf(name proxy.ServicePortName, rec *servicePortRecorder) *portObject
 // are left to the caller.
 func (k *knownObjects) put(name proxy.ServicePortName, objs *portObjects) *portObjects {
 	old := k.ports[name]
+	if (old == nil) != (objs == nil) {
+		k.order = nil // a port comes or goes
+	}
 	if old != nil {
 		k.endpoints -= old.endpoints
 		k.noLocalInternal -= b2i(old.noLocalInternal)
@@ -142,78 +199,105 @@ func b2i(b bool) int {
 	return 0
 }
 
+// claimants are the service ports that use one element. Most elements have one, which is kept
+// in the map's value itself.
+type claimants struct {
+	first elementClaim
+	more  []elementClaim
+}
+
 // claim records c as a use of its element by c.port, replacing that port's earlier claim.
 func (k *knownObjects) claim(c elementClaim) {
-	list := k.claims[c.elementKey]
-	for i := range list {
-		if list[i].port == c.port {
-			list[i] = c
-			return
+	cs, ok := k.claims[c.elementKey]
+	switch {
+	case !ok || cs.first.port == c.port:
+		cs.first = c
+	default:
+		i := 0
+		for i < len(cs.more) && cs.more[i].port != c.port {
+			i++
+		}
+		if i < len(cs.more) {
+			cs.more[i] = c
+		} else {
+			cs.more = append(cs.more, c)
 		}
 	}
-	k.claims[c.elementKey] = append(list, c)
+	k.claims[c.elementKey] = cs
 }
 
 // release drops port's use of the element key. If no service port uses the element any more,
 // it adds the element's deletion to tx; if others still do and the element holds a value that
-// none of them wants, it writes the value of the last of them.
+// none of them wants, it writes the value of one of them.
 func (k *knownObjects) release(tx *knftables.Transaction, key elementKey, port proxy.ServicePortName) {
-	list := k.claims[key]
-	for i := range list {
-		if list[i].port == port {
-			list = append(list[:i:i], list[i+1:]...)
-			break
-		}
-	}
-	s := key.storage
-	if len(list) == 0 {
-		delete(k.claims, key)
-		if _, present := s.elements[key.key]; present {
-			e := &knftables.Element{Key: splitNFTSlice(key.key)}
-			if s.containerType == "set" {
-				e.Set = s.containerName
-			} else {
-				e.Map = s.containerName
-			}
-			tx.Delete(e)
-			delete(s.elements, key.key)
-			delete(s.leftoverKeys, key.key)
-		}
+	k.forgetClaim(key, port)
+	cs, ok := k.claims[key]
+	if !ok {
+		k.deleteElement(tx, key)
 		return
 	}
-	k.claims[key] = list
-	for _, c := range list {
+	s := key.storage
+	if cs.first.value == s.elements[key.key] {
+		return
+	}
+	for _, c := range cs.more {
 		if c.value == s.elements[key.key] {
 			return
 		}
 	}
-	last := list[len(list)-1]
-	s.ensureJoined(tx, last.elem, key.key, last.value)
+	s.ensureJoined(tx, cs.first.elem, key.key, cs.first.value)
 }
 
-// setAll records the objects of every service port of a walkAll sync, in order.
-func (k *knownObjects) setAll(names []proxy.ServicePortName, recs []*servicePortRecorder) {
-	for i, name := range names {
-		objs := objectsOf(name, recs[i])
-		k.put(name, objs)
-		for _, c := range objs.elements {
-			k.claim(c)
+// forgetClaim drops port's use of the element key, changing nothing in the table.
+func (k *knownObjects) forgetClaim(key elementKey, port proxy.ServicePortName) {
+	cs, ok := k.claims[key]
+	if !ok {
+		return
+	}
+	if cs.first.port == port {
+		if len(cs.more) == 0 {
+			delete(k.claims, key)
+			return
+		}
+		cs.first, cs.more = cs.more[len(cs.more)-1], cs.more[:len(cs.more)-1]
+	} else {
+		for i := range cs.more {
+			if cs.more[i].port == port {
+				cs.more = append(cs.more[:i:i], cs.more[i+1:]...)
+				break
+			}
 		}
 	}
+	k.claims[key] = cs
 }
 
-// updatePorts replaces the objects of the service ports names (whose recorders are recs; a nil
-// recorder means the port is gone). It returns the chains and affinity sets that those ports no
+// deleteElement adds the deletion of the element key to tx, if its storage holds it.
+func (k *knownObjects) deleteElement(tx *knftables.Transaction, key elementKey) {
+	s := key.storage
+	if _, present := s.elements[key.key]; !present {
+		return
+	}
+	e := &knftables.Element{Key: splitNFTSlice(key.key)}
+	if s.containerType == "set" {
+		e.Set = s.containerName
+	} else {
+		e.Map = s.containerName
+	}
+	tx.Delete(e)
+	delete(s.elements, key.key)
+	delete(s.leftoverKeys, key.key)
+}
+
+// updatePorts replaces the objects of the service ports names with news (nil: the port is
+// gone). It returns the chains and affinity sets that those ports no
 // longer use, the chains they use now, and the element uses they dropped, for the caller to
 // release once it has removed the rest (see release).
-func (k *knownObjects) updatePorts(names []proxy.ServicePortName, recs []*servicePortRecorder) (droppedChains, usedChains, droppedSets []string, released []elementClaim) {
+func (k *knownObjects) updatePorts(names []proxy.ServicePortName, news []*portObjects) (droppedChains, usedChains, droppedSets []string, released []elementClaim) {
 	olds := make([]*portObjects, len(names))
-	news := make([]*portObjects, len(names))
 	// Claim every new use first, so that an element that moves between two of these
 	// ports is never deleted.
 	for i, name := range names {
-		if recs[i] != nil {
-			news[i] = objectsOf(name, recs[i])
+		if news[i] != nil {
 			for _, c := range news[i].elements {
 				k.claim(c)
 			}

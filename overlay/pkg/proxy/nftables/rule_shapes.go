@@ -46,41 +46,40 @@ import (
 // does it). A new connection's first packet walks at most k rules; established connections never
 // reach the service chain.
 
-// endpointInfos returns the endpoints that are *endpointInfo, in order; the others are skipped,
-// as upstream skips them.
-func endpointInfos(endpoints []proxy.Endpoint) []*endpointInfo {
-	infos := make([]*endpointInfo, 0, len(endpoints))
+// usableEndpoints returns how many of endpoints are *endpointInfo; upstream skips the others.
+func usableEndpoints(endpoints []proxy.Endpoint) int {
+	n := 0
 	for _, ep := range endpoints {
-		if epInfo, ok := ep.(*endpointInfo); ok {
-			infos = append(infos, epInfo)
+		if _, ok := ep.(*endpointInfo); ok {
+			n++
 		}
 	}
-	return infos
+	return n
 }
 
-// pickPrefix returns the match that makes rule i of n pick its endpoint with conditional
-// probability 1/(n-i): empty for the last rule, which always picks.
-func pickPrefix(i, n int) []string {
+// pick returns rule text that picks rule i of n with conditional probability 1/(n-i), in
+// front of then: the last rule, which always picks, is then alone. The text is what
+// knftables.Concat would build, written in one allocation: syncs write one such rule per
+// endpoint.
+func pick(i, n int, then string) string {
 	if i == n-1 {
-		return nil
+		return then
 	}
-	return []string{"numgen random mod", strconv.Itoa(n - i), "0"}
+	return "numgen random mod " + strconv.Itoa(n-i) + " 0 " + then
 }
 
 // writeSetFreeEndpointDNATs writes svcChain's load-balancing rules, DNATing to one of endpoints
 // with equal probability, without sets. It writes nothing when no endpoint is usable.
 func (proxier *Proxier) writeSetFreeEndpointDNATs(tx *servicePortRecorder, svcInfo *servicePortInfo, svcChain string, endpoints []proxy.Endpoint) {
-	protocol := strings.ToLower(string(svcInfo.Protocol()))
-	infos := endpointInfos(endpoints)
-	for i, epInfo := range infos {
-		tx.Add(&knftables.Rule{
-			Chain: svcChain,
-			Rule: knftables.Concat(
-				pickPrefix(i, len(infos)),
-				"meta l4proto", protocol,
-				"dnat to", epInfo.String(),
-			),
-		})
+	dnat := "meta l4proto " + strings.ToLower(string(svcInfo.Protocol())) + " dnat to "
+	n, i := usableEndpoints(endpoints), 0
+	for _, ep := range endpoints {
+		epInfo, ok := ep.(*endpointInfo)
+		if !ok {
+			continue
+		}
+		tx.Add(&knftables.Rule{Chain: svcChain, Rule: pick(i, n, dnat+epInfo.String())})
+		i++
 	}
 }
 
@@ -89,27 +88,21 @@ func (proxier *Proxier) writeSetFreeEndpointDNATs(tx *servicePortRecorder, svcIn
 // client without affinity, a jump to one of the endpoint chains with equal probability, without
 // sets.
 func (proxier *Proxier) writeSetFreeEndpointJumps(tx *servicePortRecorder, svcChain string, endpoints []proxy.Endpoint) {
-	ipX := "ip"
+	saddr := "ip saddr @"
 	if proxier.ipFamily == v1.IPv6Protocol {
-		ipX = "ip6"
+		saddr = "ip6 saddr @"
 	}
-	infos := endpointInfos(endpoints)
-	for _, epInfo := range infos {
-		tx.Add(&knftables.Rule{
-			Chain: svcChain,
-			Rule: knftables.Concat(
-				ipX, "saddr", "@", epInfo.affinitySetName,
-				"goto", epInfo.chainName,
-			),
-		})
+	n := usableEndpoints(endpoints)
+	for _, ep := range endpoints {
+		if epInfo, ok := ep.(*endpointInfo); ok {
+			tx.Add(&knftables.Rule{Chain: svcChain, Rule: saddr + epInfo.affinitySetName + " goto " + epInfo.chainName})
+		}
 	}
-	for i, epInfo := range infos {
-		tx.Add(&knftables.Rule{
-			Chain: svcChain,
-			Rule: knftables.Concat(
-				pickPrefix(i, len(infos)),
-				"goto", epInfo.chainName,
-			),
-		})
+	i := 0
+	for _, ep := range endpoints {
+		if epInfo, ok := ep.(*endpointInfo); ok {
+			tx.Add(&knftables.Rule{Chain: svcChain, Rule: pick(i, n, "goto "+epInfo.chainName)})
+			i++
+		}
 	}
 }

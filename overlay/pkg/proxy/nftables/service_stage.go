@@ -47,7 +47,7 @@ import (
 // it, generation runs on the sync's goroutine. A service port takes some 10 to 20µs to
 // generate, and starting and joining a worker costs about as much as one or two of them, so a
 // partial sync of a few Services stays serial (see bench/sync).
-const minParallelServicePorts = 32
+var minParallelServicePorts = 32
 
 // stageVerb is what the merge does with a recorded entry.
 type stageVerb uint8
@@ -60,10 +60,15 @@ const (
 
 // stageEntry is one recorded operation of a service port.
 type stageEntry struct {
-	verb       stageVerb
-	obj        knftables.Object
-	storage    *nftElementStorage // stageElement: the map or set that holds the element
-	key, value string             // stageElement: the element's joined key and value
+	obj  knftables.Object
+	verb stageVerb
+	elem int32 // stageElement: the index of the element's elemEntry
+}
+
+// elemEntry is an element that a service port needs.
+type elemEntry struct {
+	storage    *nftElementStorage // the map or set that holds the element
+	key, value string             // the element's joined key and value
 }
 
 // servicePortRecorder collects one service port's output of the stage: its operations, in
@@ -72,6 +77,7 @@ type stageEntry struct {
 type servicePortRecorder struct {
 	proxier      *Proxier
 	entries      []stageEntry
+	elems        []elemEntry
 	chains       []string
 	affinitySets []string
 	// endpoints counts the service port's endpoints, for the sync's log line.
@@ -81,6 +87,9 @@ type servicePortRecorder struct {
 	noLocalInternal, noLocalExternal bool
 	// chainsChecked and chainsRewritten count this port's chains in a drift check.
 	chainsChecked, chainsRewritten int
+	// written is what the port's operations write to its chains, for the drift check of
+	// later syncs (see chainWritesOf).
+	written []chainWrite
 }
 
 // Add records an "add" of obj, as knftables.Transaction.Add would queue it.
@@ -98,18 +107,16 @@ func (r *servicePortRecorder) ensureChain(chain string, skipCreation bool) {
 	if skipCreation {
 		return
 	}
-	r.entries = append(r.entries,
-		stageEntry{verb: stageAdd, obj: &knftables.Chain{Name: chain}},
-		stageEntry{verb: stageFlush, obj: &knftables.Chain{Name: chain}})
+	// One object serves both operations: knftables only reads it.
+	obj := &knftables.Chain{Name: chain}
+	r.entries = append(r.entries, stageEntry{verb: stageAdd, obj: obj}, stageEntry{verb: stageFlush, obj: obj})
 }
 
 // ensureElem records that the service port needs elem in storage. The merge adds it if storage
 // lacks it or holds another value for its key.
 func (r *servicePortRecorder) ensureElem(storage *nftElementStorage, elem *knftables.Element) {
-	r.entries = append(r.entries, stageEntry{
-		verb: stageElement, obj: elem, storage: storage,
-		key: joinNFTSlice(elem.Key), value: joinNFTSlice(elem.Value),
-	})
+	r.entries = append(r.entries, stageEntry{verb: stageElement, obj: elem, elem: int32(len(r.elems))})
+	r.elems = append(r.elems, elemEntry{storage: storage, key: joinNFTSlice(elem.Key), value: joinNFTSlice(elem.Value)})
 }
 
 // keepAffinitySet notes that the service port keeps the affinity set name alive.
@@ -138,18 +145,22 @@ type servicePortStage struct {
 	// state is what the last successful sync generated, updated as this sync goes; it
 	// becomes the proxier's only when the sync succeeds (commit).
 	state *knownObjects
-	// ports are the service ports to generate, sorted; results are their recorders.
+	// ports are the service ports to generate, sorted; results are their recorders, and
+	// objects the objects that each keeps alive.
 	ports   []proxy.ServicePortName
 	results []*servicePortRecorder
+	objects []*portObjects
 	// removed (partial syncs) are service ports that the last sync generated and that are
 	// gone now.
 	removed []proxy.ServicePortName
 	// staleBefore (partial syncs) are the stale chains left from before this sync.
 	staleBefore []string
-	// existingChains and existingAffinitySets (walkAll) are the ones listed in the table;
-	// activeChains and activeAffinitySets are the ones this sync keeps.
+	// unchanged[i] is set when ports[i] keeps exactly the objects it had.
+	unchanged []bool
+	// splitter is the sync's transaction splitter, which records what each transaction wrote.
+	splitter *txSplitter
+	// existingChains and existingAffinitySets (walkAll) are the ones listed in the table.
 	existingChains, existingAffinitySets sets.Set[string]
-	activeChains, activeAffinitySets     sets.Set[string]
 
 	// endpoints, noLocalInternal and noLocalExternal are the whole table's totals after
 	// this sync, for its log line and metrics.
@@ -166,14 +177,11 @@ func (proxier *Proxier) newServicePortStage(start time.Time, fullSync bool, upda
 	proxier.known = nil
 	if fullSync || st.state == nil {
 		st.walkAll = true
-		st.state = newKnownObjects()
-		st.ports = make([]proxy.ServicePortName, 0, len(proxier.svcPortMap))
-		for name := range proxier.svcPortMap {
-			st.ports = append(st.ports, name)
+		if st.state == nil {
+			st.state = newKnownObjects()
 		}
-		slices.SortFunc(st.ports, compareServicePortNames)
+		st.ports = st.state.sortedPorts(proxier.svcPortMap)
 		st.listExisting()
-		st.activeChains, st.activeAffinitySets = sets.New[string](), sets.New[string]()
 		return st
 	}
 	// A Service whose Service object changed may have other ports now: find them in
@@ -283,6 +291,7 @@ func (st *servicePortStage) workers(n int) int {
 // merge ended in.
 func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter, generate func(*servicePortRecorder, proxy.ServicePortName, proxy.ServicePort)) *knftables.Transaction {
 	proxier := st.proxier
+	st.splitter = splitter
 	began := time.Now()
 	family := string(proxier.ipFamily)
 	defer func() {
@@ -290,11 +299,22 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		metrics.SyncProxyRulesGenerationSeconds.WithLabelValues(family).Observe(time.Since(began).Seconds())
 	}()
 	st.results = make([]*servicePortRecorder, len(st.ports))
+	st.objects = make([]*portObjects, len(st.ports))
+	st.unchanged = make([]bool, len(st.ports))
 	workerpool.Run(len(st.ports), st.workers(len(st.ports)), func(i int) {
-		rec := &servicePortRecorder{proxier: proxier}
-		rec.endpoints = len(proxier.endpointsMap[st.ports[i]])
-		generate(rec, st.ports[i], proxier.svcPortMap[st.ports[i]])
+		name := st.ports[i]
+		// A service port without affinity records about ten entries.
+		rec := &servicePortRecorder{proxier: proxier, entries: make([]stageEntry, 0, 12)}
+		rec.endpoints = len(proxier.endpointsMap[name])
+		generate(rec, name, proxier.svcPortMap[name])
+		rec.written = chainWritesOf(rec)
 		st.results[i] = rec
+		// The known objects are only read while the workers run.
+		if old := st.state.ports[name]; old != nil && old.matches(name, rec) {
+			st.objects[i], st.unchanged[i] = old, true
+		} else {
+			st.objects[i] = objectsOf(name, rec)
+		}
 	})
 
 	checked, rewritten := 0, 0
@@ -307,18 +327,16 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 			case stageFlush:
 				tx.Flush(e.obj)
 			case stageElement:
-				e.storage.ensureJoined(tx, e.obj.(*knftables.Element), e.key, e.value)
+				el := &rec.elems[e.elem]
+				el.storage.ensureJoined(tx, e.obj.(*knftables.Element), el.key, el.value)
 			}
 		}
+		splitter.noteWrites(tx, rec.written)
 		checked += rec.chainsChecked
 		rewritten += rec.chainsRewritten
-		if st.walkAll {
-			st.activeChains.Insert(rec.chains...)
-			st.activeAffinitySets.Insert(rec.affinitySets...)
-		}
 	}
 	if st.walkAll {
-		st.state.setAll(st.ports, st.results)
+		st.updateAll()
 	}
 	if checked > 0 {
 		metrics.SyncFullProxyRulesChainsCheckedTotal.WithLabelValues(family).Add(float64(checked))
@@ -339,6 +357,36 @@ func (st *servicePortStage) cleanup(tx *knftables.Transaction) {
 	st.endpoints, st.noLocalInternal, st.noLocalExternal = st.state.endpoints, st.state.noLocalInternal, st.state.noLocalExternal
 }
 
+// updateAll brings the known objects up to date after a walkAll sync's merge: the ports whose
+// objects changed, and those that are gone, are updated; unchanged ones cost nothing. The
+// uses of elements that ports dropped are forgotten: cleanupAll deletes stale elements by
+// what the table holds.
+func (st *servicePortStage) updateAll() {
+	var names []proxy.ServicePortName
+	var objs []*portObjects
+	known := 0
+	for i, name := range st.ports {
+		if _, ok := st.state.ports[name]; ok {
+			known++
+		}
+		if !st.unchanged[i] {
+			names, objs = append(names, name), append(objs, st.objects[i])
+		}
+	}
+	if known < len(st.state.ports) {
+		for name := range st.state.ports {
+			if _, ok := st.proxier.svcPortMap[name]; !ok {
+				names, objs = append(names, name), append(objs, nil)
+			}
+		}
+	}
+	_, _, _, released := st.state.updatePorts(names, objs)
+	for _, c := range released {
+		st.state.forgetClaim(c.elementKey, c.port)
+	}
+	st.state.order = st.ports // every current port, sorted
+}
+
 // cleanupAll is cleanup for a walkAll sync: whatever the table holds and this sync did not
 // generate is stale.
 func (st *servicePortStage) cleanupAll(tx *knftables.Transaction) {
@@ -347,22 +395,22 @@ func (st *servicePortStage) cleanupAll(tx *knftables.Transaction) {
 		if !isServiceChainName(chain) {
 			continue
 		}
-		if st.activeChains.Has(chain) {
+		if st.state.chains.Has(chain) {
 			delete(proxier.staleChains, chain)
 			continue
 		}
 		tx.Flush(&knftables.Chain{Name: chain})
 		proxier.staleChains[chain] = st.start
+		st.splitter.noteFlush(tx, chain)
 	}
 	for _, set := range sets.List(st.existingAffinitySets) {
-		if !st.activeAffinitySets.Has(set) {
+		if !st.state.affinitySets.Has(set) {
 			tx.Delete(&knftables.Set{Name: set})
 		}
 	}
 	for _, storage := range proxier.elementStorages() {
 		storage.cleanupLeftoverKeys(tx)
 	}
-	st.state.chains, st.state.affinitySets = st.activeChains, st.activeAffinitySets
 }
 
 // cleanupChanged is cleanup for a partial sync: what the changed and removed service ports
@@ -371,14 +419,15 @@ func (st *servicePortStage) cleanupAll(tx *knftables.Transaction) {
 func (st *servicePortStage) cleanupChanged(tx *knftables.Transaction) {
 	proxier := st.proxier
 	names := append(slices.Clip(st.ports), st.removed...)
-	recs := append(slices.Clip(st.results), make([]*servicePortRecorder, len(st.removed))...)
-	dropped, used, droppedSets, released := st.state.updatePorts(names, recs)
+	objs := append(slices.Clip(st.objects), make([]*portObjects, len(st.removed))...)
+	dropped, used, droppedSets, released := st.state.updatePorts(names, objs)
 	for _, chain := range used {
 		delete(proxier.staleChains, chain)
 	}
 	for _, chain := range dropped {
 		tx.Flush(&knftables.Chain{Name: chain})
 		proxier.staleChains[chain] = st.start
+		st.splitter.noteFlush(tx, chain)
 	}
 	// Chains that were already stale, and are not in use again, are flushed again, as a
 	// sync that lists the table would find and flush them.
@@ -386,6 +435,7 @@ func (st *servicePortStage) cleanupChanged(tx *knftables.Transaction) {
 		if _, stillStale := proxier.staleChains[chain]; stillStale && !st.state.chains.Has(chain) && !slices.Contains(dropped, chain) {
 			tx.Flush(&knftables.Chain{Name: chain})
 			proxier.staleChains[chain] = st.start
+			st.splitter.noteFlush(tx, chain)
 		}
 	}
 	for _, set := range droppedSets {
@@ -403,11 +453,17 @@ func (st *servicePortStage) commit() {
 	if st.walkAll {
 		proxier.written.prune(st.state.chains, proxier.staleChains)
 	} else {
-		for _, chain := range st.staleBefore {
+		// The stale chains that the last sync left and that are gone now were deleted
+		// since, at the start of this sync.
+		for _, chain := range st.state.stale {
 			if _, stale := proxier.staleChains[chain]; !stale && !st.state.chains.Has(chain) {
 				proxier.written.forget(chain)
 			}
 		}
+	}
+	st.state.stale = st.state.stale[:0]
+	for chain := range proxier.staleChains {
+		st.state.stale = append(st.state.stale, chain)
 	}
 	proxier.known = st.state
 }
