@@ -301,7 +301,10 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	st.results = make([]*servicePortRecorder, len(st.ports))
 	st.objects = make([]*portObjects, len(st.ports))
 	st.unchanged = make([]bool, len(st.ports))
-	workerpool.Run(len(st.ports), st.workers(len(st.ports)), func(i int) {
+	checked, rewritten := 0, 0
+	// Workers generate the service ports; the sync's goroutine merges each, in order, as
+	// soon as it is ready, while the workers go on with the next ones.
+	workerpool.RunOrdered(len(st.ports), st.workers(len(st.ports)), func(i int) {
 		name := st.ports[i]
 		// A service port without affinity records about ten entries.
 		rec := &servicePortRecorder{proxier: proxier, entries: make([]stageEntry, 0, 12)}
@@ -309,16 +312,14 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		generate(rec, name, proxier.svcPortMap[name])
 		rec.written = chainWritesOf(rec)
 		st.results[i] = rec
-		// The known objects are only read while the workers run.
+		// The known objects are only read until the merge below is done.
 		if old := st.state.ports[name]; old != nil && old.matches(name, rec) {
 			st.objects[i], st.unchanged[i] = old, true
 		} else {
 			st.objects[i] = objectsOf(name, rec)
 		}
-	})
-
-	checked, rewritten := 0, 0
-	for _, rec := range st.results {
+	}, func(i int) {
+		rec := st.results[i]
 		tx = splitter.cut(tx)
 		for _, e := range rec.entries {
 			switch e.verb {
@@ -334,7 +335,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		splitter.noteWrites(tx, rec.written)
 		checked += rec.chainsChecked
 		rewritten += rec.chainsRewritten
-	}
+	})
 	if st.walkAll {
 		st.updateAll()
 	}

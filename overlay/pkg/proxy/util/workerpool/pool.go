@@ -16,8 +16,8 @@ limitations under the License.
 
 // Package workerpool runs independent, indexed pieces of work on a bounded number of
 // goroutines. The proxiers use it for their per-service-port rule generation stage: each piece
-// writes only its own result slot, and the caller merges the slots in index order afterwards, so
-// the outcome does not depend on how the work was scheduled.
+// writes only its own result slot, and the caller merges the slots in index order, so the
+// outcome does not depend on how the work was scheduled.
 package workerpool
 
 import (
@@ -40,50 +40,65 @@ func Size(configured int) int {
 // counter out of the profile, few enough that the workers finish together.
 const batch = 16
 
-// Run calls fn(i) exactly once for every i in [0, n) and returns when every call has returned.
-// It uses at most workers goroutines, the caller's included; with workers <= 1, or n <= 1, it
-// calls fn in index order on the calling goroutine, starting nothing. fn must be safe to call
-// concurrently for different indexes. If a call panics, Run waits for the other workers to stop
-// and then panics on the calling goroutine with the first panic's value.
-func Run(n, workers int, fn func(i int)) {
-	if workers > (n+batch-1)/batch {
-		workers = (n + batch - 1) / batch
-	}
+// RunOrdered calls produce(i) once for every i in [0, n) on at most workers goroutines started
+// for it, and consume(i) for every i, in index order, on the calling goroutine, as soon as
+// produce(i) has returned: consuming the first results overlaps producing the later ones.
+// Everything produce(i) wrote is visible to consume(i). With workers <= 1, or n <= 1, it
+// alternates produce(i) and consume(i) on the calling goroutine, starting nothing. produce must
+// be safe to call concurrently for different indexes. If produce panics, RunOrdered stops
+// consuming, waits for the other workers to stop and panics on the calling goroutine.
+func RunOrdered(n, workers int, produce, consume func(i int)) {
+	batches := (n + batch - 1) / batch
+	workers = min(workers, batches)
 	if workers <= 1 || n <= 1 {
 		for i := 0; i < n; i++ {
-			fn(i)
+			produce(i)
+			consume(i)
 		}
 		return
+	}
+	done := make([]chan struct{}, batches)
+	for b := range done {
+		done[b] = make(chan struct{})
 	}
 	var (
 		next     atomic.Int64
 		wg       sync.WaitGroup
 		panicked atomic.Pointer[workerPanic]
 	)
-	work := func() {
+	produceBatch := func(b int) {
+		defer close(done[b])
 		defer func() {
 			if r := recover(); r != nil {
 				panicked.CompareAndSwap(nil, &workerPanic{value: r})
 			}
 		}()
-		for panicked.Load() == nil {
-			first := int(next.Add(batch)) - batch
-			if first >= n {
-				return
-			}
-			for i := first; i < min(first+batch, n); i++ {
-				fn(i)
-			}
+		for i := b * batch; i < min((b+1)*batch, n); i++ {
+			produce(i)
 		}
 	}
-	wg.Add(workers - 1)
-	for w := 1; w < workers; w++ {
+	wg.Add(workers)
+	for w := 0; w < workers; w++ {
 		go func() {
 			defer wg.Done()
-			work()
+			for {
+				b := int(next.Add(1)) - 1
+				if b >= batches {
+					return
+				}
+				produceBatch(b)
+			}
 		}()
 	}
-	work()
+	for b := 0; b < batches; b++ {
+		<-done[b]
+		if panicked.Load() != nil {
+			break
+		}
+		for i := b * batch; i < min((b+1)*batch, n); i++ {
+			consume(i)
+		}
+	}
 	wg.Wait()
 	if p := panicked.Load(); p != nil {
 		panic(fmt.Sprintf("workerpool: a worker panicked: %v", p.value))

@@ -17,6 +17,7 @@ limitations under the License.
 package workerpool
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -24,34 +25,7 @@ import (
 	"testing"
 )
 
-func TestRunCallsEveryIndexOnce(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 15, 16, 17, 100, 1000} {
-		for _, workers := range []int{-1, 0, 1, 2, 3, 8, 64} {
-			counts := make([]int32, n)
-			Run(n, workers, func(i int) { atomic.AddInt32(&counts[i], 1) })
-			for i, c := range counts {
-				if c != 1 {
-					t.Fatalf("n=%d workers=%d: index %d called %d times", n, workers, i, c)
-				}
-			}
-		}
-	}
-}
-
-func TestRunSerialIsInOrderOnCaller(t *testing.T) {
-	var order []int
-	Run(50, 1, func(i int) { order = append(order, i) }) // no lock: must be the calling goroutine
-	for i, got := range order {
-		if got != i {
-			t.Fatalf("serial run called %d at position %d", got, i)
-		}
-	}
-	if len(order) != 50 {
-		t.Fatalf("serial run made %d calls, want 50", len(order))
-	}
-}
-
-func TestRunBoundsConcurrency(t *testing.T) {
+func TestRunOrderedBoundsConcurrency(t *testing.T) {
 	const workers = 3
 	var (
 		mu          sync.Mutex
@@ -62,7 +36,7 @@ func TestRunBoundsConcurrency(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Run(200, workers, func(i int) {
+		RunOrdered(200, workers, func(i int) {
 			mu.Lock()
 			running++
 			hi = max(hi, running)
@@ -72,7 +46,7 @@ func TestRunBoundsConcurrency(t *testing.T) {
 			mu.Lock()
 			running--
 			mu.Unlock()
-		})
+		}, func(int) {})
 	}()
 	// Exactly `workers` calls can be in flight: wait for them, then let everything go.
 	for i := 0; i < workers; i++ {
@@ -81,35 +55,16 @@ func TestRunBoundsConcurrency(t *testing.T) {
 	close(release)
 	<-done
 	if hi != workers {
-		t.Fatalf("at most %d calls ran at once, want exactly %d", hi, workers)
+		t.Fatalf("at most %d produce calls ran at once, want exactly %d", hi, workers)
 	}
 }
 
-func TestRunUsesWorkersInParallel(t *testing.T) {
-	// Two calls must be able to wait for each other: impossible on one goroutine.
-	var wg sync.WaitGroup
-	wg.Add(2)
-	Run(2*batch, 2, func(i int) {
-		if i%batch == 0 {
-			wg.Done()
-			wg.Wait()
-		}
-	})
-}
-
-func TestRunPropagatesPanic(t *testing.T) {
-	defer func() {
-		r := recover()
-		if r == nil || !strings.Contains(r.(string), "boom 77") {
-			t.Fatalf("recovered %v, want the worker's panic", r)
-		}
-	}()
-	Run(500, 4, func(i int) {
-		if i == 77 {
-			panic("boom 77")
-		}
-	})
-	t.Fatal("Run returned after a worker panicked")
+func TestRunOrderedSerialStartsNothing(t *testing.T) {
+	var order []string
+	RunOrdered(3, 1, func(i int) { order = append(order, fmt.Sprint("p", i)) }, func(i int) { order = append(order, fmt.Sprint("c", i)) })
+	if got := strings.Join(order, " "); got != "p0 c0 p1 c1 p2 c2" {
+		t.Fatalf("serial order %q", got)
+	}
 }
 
 func TestSize(t *testing.T) {
@@ -121,4 +76,60 @@ func TestSize(t *testing.T) {
 			t.Errorf("Size(%d) = %d, want GOMAXPROCS %d", c, got, runtime.GOMAXPROCS(0))
 		}
 	}
+}
+
+func TestRunOrderedConsumesInOrderAfterProducing(t *testing.T) {
+	for _, n := range []int{0, 1, 15, 16, 17, 300} {
+		for _, workers := range []int{0, 1, 2, 5} {
+			produced := make([]int32, n)
+			var consumed []int
+			RunOrdered(n, workers, func(i int) {
+				atomic.AddInt32(&produced[i], 1)
+			}, func(i int) {
+				// Runs on the caller: no lock. produce(i) must have happened before.
+				if atomic.LoadInt32(&produced[i]) != 1 {
+					t.Errorf("n=%d workers=%d: consumed %d before it was produced", n, workers, i)
+				}
+				consumed = append(consumed, i)
+			})
+			if len(consumed) != n {
+				t.Fatalf("n=%d workers=%d: consumed %d items", n, workers, len(consumed))
+			}
+			for i, c := range consumed {
+				if c != i || produced[i] != 1 {
+					t.Fatalf("n=%d workers=%d: position %d consumed %d (produced %d times)", n, workers, i, c, produced[i])
+				}
+			}
+		}
+	}
+}
+
+func TestRunOrderedOverlapsConsumingWithProducing(t *testing.T) {
+	// The last batch is produced only after the first item was consumed: impossible unless
+	// consuming starts before producing ends.
+	firstConsumed := make(chan struct{})
+	n := 4 * batch
+	RunOrdered(n, 2, func(i int) {
+		if i == n-1 {
+			<-firstConsumed
+		}
+	}, func(i int) {
+		if i == 0 {
+			close(firstConsumed)
+		}
+	})
+}
+
+func TestRunOrderedPropagatesPanic(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), "boom 40") {
+			t.Fatalf("recovered %v, want the worker's panic", r)
+		}
+	}()
+	RunOrdered(200, 3, func(i int) {
+		if i == 40 {
+			panic("boom 40")
+		}
+	}, func(int) {})
+	t.Fatal("RunOrdered returned after a worker panicked")
 }
