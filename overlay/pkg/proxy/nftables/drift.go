@@ -211,10 +211,21 @@ func (w *writtenChains) recordText(text string) {
 	}
 }
 
-// kernelChainHashes lists kube-proxy's table and hashes each chain's rules as record does.
-// knftables' real ListRules returns no rule text, so this runs `nft list table` itself (the same
-// nft that knftables finds on PATH); for knftables' Fake it reads the fake's dump.
-func (proxier *Proxier) kernelChainHashes(ctx context.Context) (map[string]uint64, error) {
+// kernelListing is what a drift check read from the kernel.
+type kernelListing struct {
+	// chains are the table's chains, each with the hash of its rules.
+	chains map[string]uint64
+	// sets are the table's named sets, when the listing shows them (nft's does, the
+	// fake's dump is read for chains only): a full sync then needs no other listing.
+	sets       []string
+	listedSets bool
+}
+
+// listKernel lists kube-proxy's table and hashes each chain's rules as recordText does.
+// knftables' real ListRules returns no rule text, so this runs `nft -t list table` itself (the
+// same nft that knftables finds on PATH; -t leaves out the elements of named sets, which the
+// drift check does not use); for knftables' Fake it reads the fake's dump.
+func (proxier *Proxier) listKernel(ctx context.Context) (*kernelListing, error) {
 	family := "ip"
 	if proxier.ipFamily == v1.IPv6Protocol {
 		family = "ip6"
@@ -222,18 +233,24 @@ func (proxier *Proxier) kernelChainHashes(ctx context.Context) (map[string]uint6
 	if fake, ok := proxier.nftables.(interface{ Dump() string }); ok {
 		var w writtenChains
 		w.recordText(fake.Dump())
-		return w.hashes, nil
+		return &kernelListing{chains: w.hashes}, nil
 	}
-	out, err := exec.CommandContext(ctx, "nft", "list", "table", family, kubeProxyTable).Output()
+	out, err := exec.CommandContext(ctx, "nft", "-t", "list", "table", family, kubeProxyTable).Output()
 	if err != nil {
 		return nil, fmt.Errorf("listing table %s %s: %w", family, kubeProxyTable, err)
 	}
-	return parseListedChains(string(out)), nil
+	return parseListing(string(out)), nil
 }
 
 // parseListedChains hashes the rules of each chain in `nft list table` output.
 func parseListedChains(listing string) map[string]uint64 {
-	hashes := map[string]uint64{}
+	return parseListing(listing).chains
+}
+
+// parseListing reads `nft [-t] list table` output: it hashes the rules of each chain and
+// collects the names of the named sets.
+func parseListing(listing string) *kernelListing {
+	k := &kernelListing{chains: map[string]uint64{}, listedSets: true}
 	chain := ""
 	for _, line := range strings.Split(listing, "\n") {
 		trimmed := strings.TrimSpace(line)
@@ -241,14 +258,16 @@ func parseListedChains(listing string) map[string]uint64 {
 		case chain == "" && strings.HasPrefix(trimmed, "chain ") && strings.HasSuffix(trimmed, " {"):
 			chain = strings.TrimSuffix(strings.TrimPrefix(trimmed, "chain "), " {")
 			chain = strings.Trim(chain, `"`)
-			hashes[chain] = fnvOffset64
+			k.chains[chain] = fnvOffset64
+		case chain == "" && strings.HasPrefix(trimmed, "set ") && strings.HasSuffix(trimmed, " {"):
+			k.sets = append(k.sets, strings.Trim(strings.TrimSuffix(strings.TrimPrefix(trimmed, "set "), " {"), `"`))
 		case chain != "" && trimmed == "}":
 			chain = ""
 		case chain != "" && trimmed != "":
-			hashes[chain] = hashRule(hashes[chain], trimmed)
+			k.chains[chain] = hashRule(k.chains[chain], trimmed)
 		}
 	}
-	return hashes
+	return k
 }
 
 // prune forgets the chains that are neither active nor stale after a successful sync (deleted
@@ -279,7 +298,7 @@ func (proxier *Proxier) startDriftCheck(fullSync bool) {
 	if !fullSync || proxier.needFullSync || proxier.rewriteAllOnFullSync || len(proxier.written.hashes) == 0 {
 		return
 	}
-	kernel, err := proxier.kernelChainHashes(context.TODO())
+	kernel, err := proxier.listKernel(context.TODO())
 	if err != nil {
 		proxier.logger.Error(err, "Cannot check the chains for drift; re-writing all of them")
 		return
@@ -301,7 +320,7 @@ func (proxier *Proxier) servicePortIntact(svcInfo *servicePortInfo) (intact bool
 	}
 	for chain := range chains {
 		want, known := proxier.written.hashes[chain]
-		got, present := proxier.driftKernel[chain]
+		got, present := proxier.driftKernel.chains[chain]
 		if !known || !present || got != want {
 			return false, len(chains)
 		}

@@ -161,3 +161,26 @@ func TestParseListedChains(t *testing.T) {
 		t.Error("different rules gave the same hash")
 	}
 }
+
+func TestParseListingSets(t *testing.T) {
+	// `nft -t list table` output: named sets without their elements, maps, and chains
+	// whose rules use anonymous maps and named sets.
+	listing := "table ip kube-proxy {\n" +
+		"\tset cluster-ips {\n\t\ttype ipv4_addr\n\t\tcomment \"Active ClusterIPs\"\n\t}\n\n" +
+		"\tset affinity-XPHNAVT3-ns1/svc1/tcp/p80__10.180.0.1/80 {\n\t\ttype ipv4_addr\n\t\tflags dynamic,timeout\n\t\ttimeout 3h\n\t}\n\n" +
+		"\tmap service-ips {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n\t}\n\n" +
+		"\tchain service-ULMVA6XW-ns1/svc1/tcp/p80 {\n" +
+		"\t\tip saddr @affinity-XPHNAVT3-ns1/svc1/tcp/p80__10.180.0.1/80 goto endpoint-2OCDJSZQ-ns1/svc1/tcp/p80__10.180.0.1/80\n" +
+		"\t\tnumgen random mod 2 vmap { 0 : goto endpoint-2OCDJSZQ-ns1/svc1/tcp/p80__10.180.0.1/80, 1 : goto endpoint-X/80 }\n\t}\n}\n"
+	k := parseListing(listing)
+	if !k.listedSets {
+		t.Error("a listing of nft's own must count as listing the sets")
+	}
+	wantSets := []string{"cluster-ips", "affinity-XPHNAVT3-ns1/svc1/tcp/p80__10.180.0.1/80"}
+	if strings.Join(k.sets, ",") != strings.Join(wantSets, ",") {
+		t.Errorf("sets = %v, want %v (maps are not sets)", k.sets, wantSets)
+	}
+	if len(k.chains) != 1 || k.chains["service-ULMVA6XW-ns1/svc1/tcp/p80"] == fnvOffset64 {
+		t.Errorf("chains = %v, want the one chain with its two rules hashed", k.chains)
+	}
+}

@@ -243,12 +243,19 @@ func TestRealKernelDriftRepair(t *testing.T) {
 	run("delete", "rule", "ip", kubeProxyTable, deleted, "handle", m[1][1])
 	run("flush", "chain", "ip", kubeProxyTable, flushed)
 	run("delete", "element", "ip", kubeProxyTable, serviceIPsMap, "{", "172.30.1.12", ".", "tcp", ".", "80", "}")
+	// An affinity set that no Service uses (as a crashed kube-proxy could leave one): the
+	// drift-checked full sync finds it in its own listing and deletes it.
+	leftover := "affinity-ZZZZZZZZ-ns/gone/tcp/a__10.0.0.9/80"
+	run("add", "set", "ip", kubeProxyTable, leftover, "{", "type", "ipv4_addr", ";", "}")
 
 	n = len(rec.texts)
 	periodicFullSync(t, fp)
 	written := rec.writtenServiceChains(n)
 	if !written[deleted] || !written[flushed] || len(written) != 2 {
 		t.Errorf("the repairing full sync re-wrote %v, want exactly %s and %s", written, deleted, flushed)
+	}
+	if sets := run("list", "sets", "ip"); strings.Contains(sets, leftover) {
+		t.Errorf("the stale affinity set %s survived the periodic full sync", leftover)
 	}
 	checkServiceChainsMatch(t, refFake, run, "ip")
 }

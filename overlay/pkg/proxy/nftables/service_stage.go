@@ -265,6 +265,18 @@ func compareStrings(a, b string) int {
 // fails, the sync goes on without them, as upstream's does: nothing is found stale.
 func (st *servicePortStage) listExisting() {
 	st.existingChains, st.existingAffinitySets = sets.New[string](), sets.New[string]()
+	// A drift-checked full sync has just listed the table: no second listing.
+	if k := st.proxier.driftKernel; k != nil && k.listedSets {
+		for chain := range k.chains {
+			st.existingChains.Insert(chain)
+		}
+		for _, set := range k.sets {
+			if isAffinitySetName(set) {
+				st.existingAffinitySets.Insert(set)
+			}
+		}
+		return
+	}
 	all, err := st.proxier.listObjects()
 	if err != nil {
 		st.proxier.logger.Error(err, "Failed to list existing nftables objects")
