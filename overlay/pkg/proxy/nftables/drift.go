@@ -19,35 +19,38 @@ package nftables
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/knftables"
 )
 
-// Drift-only periodic full syncs.
+// Full syncs that write only what differs.
 //
-// Upstream's periodic full sync re-writes every chain of every Service. Here it re-writes only
-// the service ports whose chains changed since kube-proxy wrote them: changed or deleted behind
-// kube-proxy's back, or never verified. How:
+// Upstream's full sync re-writes every chain of every Service. Here a full sync re-writes only
+// the service ports whose chains in the kernel differ from what the sync generates for them:
+// changed or deleted behind kube-proxy's back, written by another version, or never written.
+// How:
 //
-//   - kube-proxy remembers, for every service-port chain (service-, local-, external-,
-//     firewall-, endpoint-), a hash of the rules it last wrote there, taken from the
-//     transactions that it ran successfully.
-//   - A periodic full sync lists the table as text (`nft list table`, a read: no commit lock)
-//     and hashes each chain's rules the same way. A service port whose every remembered chain is
-//     present with the same hash is left alone; any other is re-written, as a full sync always
-//     did. The kernel lists rules in a canonical form; where that differs from what kube-proxy
-//     wrote, the hashes differ and the port is re-written: a wasted write, never a missed repair.
+//   - The full sync lists the table as text (`nft -t list table`, a read: no commit lock) and
+//     hashes each chain's rules.
+//   - Each service port's chains, as the sync generates them, are hashed the same way, from
+//     the rule objects (chainWritesOf), on the stage's workers. A service port whose every
+//     chain is in the kernel with the same hash is left alone: its chain operations are
+//     dropped. Any other is re-written, as a full sync always did. The kernel lists rules in a
+//     canonical form; where that differs from what kube-proxy writes, the hashes differ and the
+//     port is re-written: a wasted write, never a missed repair.
 //   - Map and set elements are repaired as before: a full sync re-reads every map and set and
-//     adds back missing elements. Base chains are re-written on every full sync.
-//   - Full syncs at start-up and after a failure, and every full sync with
-//     --full-sync-rewrite-all, re-write everything, as upstream does.
+//     adds back missing elements; chains and sets that no service port uses are found in the
+//     same listing and removed. Base chains are re-written on every full sync.
+//   - Since the comparison is with what the sync generates, not with anything remembered, it
+//     also holds for the full sync at start-up (a restart over the rules already in place
+//     re-writes nothing) and after a failure. With --full-sync-rewrite-all, or when listing
+//     fails, every full sync re-writes everything, as upstream does.
 
 // fnv64 constants (FNV-1a).
 const (
@@ -79,15 +82,8 @@ func chainOwner(chain string) string {
 	return owner
 }
 
-// writtenChains is what kube-proxy last wrote to its service-port chains.
-type writtenChains struct {
-	hashes map[string]uint64          // chain -> hash of its rules
-	owned  map[string]map[string]bool // service port -> its chains
-}
-
-// chainWrite is what a transaction writes to one service-port chain: the hash of the chain's
-// rules after it (a flushed chain's is the empty hash), or unknown when the transaction changes
-// the chain in a way that is not hashed.
+// chainWrite is what a service port's operations write to one of its chains: the hash of the
+// chain's rules after them, or unknown when they change the chain in a way that is not hashed.
 type chainWrite struct {
 	chain   string
 	hash    uint64
@@ -103,7 +99,7 @@ func ruleText(r *knftables.Rule) string {
 	return r.Rule + " comment " + strconv.Quote(*r.Comment)
 }
 
-// chainWritesOf returns what the operations of rec write to its chains, as recordText would
+// chainWritesOf returns what the operations of rec write to its chains, as hashChainText would
 // find them in the operations' nft text: a created chain (added and flushed) starts empty, and
 // each added rule extends its chain's hash. A rule for a chain that rec did not create, or one
 // placed by index or handle, leaves that chain unknown. It only reads rec.
@@ -143,34 +139,10 @@ func chainWritesOf(rec *servicePortRecorder) []chainWrite {
 	return writes
 }
 
-// apply updates w with the writes of one applied transaction.
-func (w *writtenChains) apply(writes []chainWrite) {
-	if w.hashes == nil {
-		w.hashes, w.owned = map[string]uint64{}, map[string]map[string]bool{}
-	}
-	for _, wr := range writes {
-		owner := chainOwner(wr.chain)
-		if owner == "" {
-			continue
-		}
-		if wr.unknown {
-			delete(w.hashes, wr.chain)
-			continue
-		}
-		w.hashes[wr.chain] = wr.hash
-		if w.owned[owner] == nil {
-			w.owned[owner] = map[string]bool{}
-		}
-		w.owned[owner][wr.chain] = true
-	}
-}
-
-// recordText updates w from nft command text: "add chain" starts an unknown chain empty,
-// "flush chain" empties a chain, "add rule" appends to it, "delete chain" forgets it.
-func (w *writtenChains) recordText(text string) {
-	if w.hashes == nil {
-		w.hashes, w.owned = map[string]uint64{}, map[string]map[string]bool{}
-	}
+// hashChainText hashes the chains in nft command text (a transaction, or knftables' Fake's
+// dump): "add chain" starts an unknown chain empty, "flush chain" empties a chain, "add rule"
+// extends it, "delete chain" forgets it, and any other rule operation leaves it unknown.
+func hashChainText(text string, hashes map[string]uint64) {
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for sc.Scan() {
@@ -180,33 +152,19 @@ func (w *writtenChains) recordText(text string) {
 			continue
 		}
 		chain := f[4]
-		owner := chainOwner(chain)
-		if owner == "" {
-			continue
-		}
 		switch {
 		case f[1] == "chain" && (f[0] == "add" || f[0] == "flush"):
-			if _, ok := w.hashes[chain]; !ok || f[0] == "flush" {
-				w.hashes[chain] = fnvOffset64
+			if _, ok := hashes[chain]; !ok || f[0] == "flush" {
+				hashes[chain] = fnvOffset64
 			}
-			if w.owned[owner] == nil {
-				w.owned[owner] = map[string]bool{}
-			}
-			w.owned[owner][chain] = true
 		case f[1] == "chain" && (f[0] == "delete" || f[0] == "destroy"):
-			delete(w.hashes, chain)
-			delete(w.owned[owner], chain)
-			if len(w.owned[owner]) == 0 {
-				delete(w.owned, owner)
-			}
+			delete(hashes, chain)
 		case f[1] == "rule" && f[0] == "add" && len(f) == 6:
-			if h, ok := w.hashes[chain]; ok {
-				w.hashes[chain] = hashRule(h, f[5])
+			if h, ok := hashes[chain]; ok {
+				hashes[chain] = hashRule(h, f[5])
 			}
 		case f[1] == "rule":
-			// Any other rule operation (insert, replace, delete by handle) leaves the
-			// chain's content unknown, so it will be re-written.
-			delete(w.hashes, chain)
+			delete(hashes, chain)
 		}
 	}
 }
@@ -221,21 +179,25 @@ type kernelListing struct {
 	listedSets bool
 }
 
-// listKernel lists kube-proxy's table and hashes each chain's rules as recordText does.
-// knftables' real ListRules returns no rule text, so this runs `nft -t list table` itself (the
-// same nft that knftables finds on PATH; -t leaves out the elements of named sets, which the
-// drift check does not use); for knftables' Fake it reads the fake's dump.
+// listKernel lists kube-proxy's table and hashes each chain's rules. knftables' real ListRules
+// returns no rule text, so this runs `nft -t list table` itself (the same nft that knftables
+// finds on PATH; -t leaves out the elements of named sets, which the check does not use); for
+// knftables' Fake it reads the fake's dump. A table that does not exist lists as empty.
 func (proxier *Proxier) listKernel(ctx context.Context) (*kernelListing, error) {
 	family := "ip"
 	if proxier.ipFamily == v1.IPv6Protocol {
 		family = "ip6"
 	}
 	if fake, ok := proxier.nftables.(interface{ Dump() string }); ok {
-		var w writtenChains
-		w.recordText(fake.Dump())
-		return &kernelListing{chains: w.hashes}, nil
+		k := &kernelListing{chains: map[string]uint64{}}
+		hashChainText(fake.Dump(), k.chains)
+		return k, nil
 	}
 	out, err := exec.CommandContext(ctx, "nft", "-t", "list", "table", family, kubeProxyTable).Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && strings.Contains(string(exit.Stderr), "No such file or directory") {
+		return &kernelListing{chains: map[string]uint64{}, listedSets: true}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing table %s %s: %w", family, kubeProxyTable, err)
 	}
@@ -270,32 +232,12 @@ func parseListing(listing string) *kernelListing {
 	return k
 }
 
-// prune forgets the chains that are neither active nor stale after a successful sync (deleted
-// since, or never kube-proxy's).
-func (w *writtenChains) prune(activeChains sets.Set[string], staleChains map[string]time.Time) {
-	for chain := range w.hashes {
-		if _, stale := staleChains[chain]; !activeChains.Has(chain) && !stale {
-			w.forget(chain)
-		}
-	}
-}
-
-// forget drops what kube-proxy wrote to chain, which no longer exists.
-func (w *writtenChains) forget(chain string) {
-	owner := chainOwner(chain)
-	delete(w.hashes, chain)
-	delete(w.owned[owner], chain)
-	if len(w.owned[owner]) == 0 {
-		delete(w.owned, owner)
-	}
-}
-
-// startDriftCheck prepares this sync's drift check: for a periodic full sync (not one at
-// start-up or after a failure, and not with --full-sync-rewrite-all) it lists the kernel's
-// chains; otherwise, or if listing fails, the sync re-writes everything it covers.
+// startDriftCheck prepares this sync's drift check: a full sync, unless
+// --full-sync-rewrite-all is set, lists the kernel's chains. Otherwise, or if listing fails,
+// the sync writes everything it covers.
 func (proxier *Proxier) startDriftCheck(fullSync bool) {
 	proxier.driftKernel = nil
-	if !fullSync || proxier.needFullSync || proxier.rewriteAllOnFullSync || len(proxier.written.hashes) == 0 {
+	if !fullSync || proxier.rewriteAllOnFullSync {
 		return
 	}
 	kernel, err := proxier.listKernel(context.TODO())
@@ -306,24 +248,18 @@ func (proxier *Proxier) startDriftCheck(fullSync bool) {
 	proxier.driftKernel = kernel
 }
 
-// servicePortIntact reports whether this sync may leave the chains of svcInfo alone: it is a
-// drift-checked full sync, and every chain kube-proxy last wrote for the service port is in the
-// kernel with the same rules. It also returns how many chains it checked. It only reads the
-// proxier, so the stage's workers may call it concurrently.
-func (proxier *Proxier) servicePortIntact(svcInfo *servicePortInfo) (intact bool, checked int) {
-	if proxier.driftKernel == nil {
-		return false, 0
+// chainsIntact reports whether the kernel holds every chain of writes with the same rules, so
+// that the sync can leave them alone. It only reads the proxier, so the stage's workers call
+// it concurrently.
+func (proxier *Proxier) chainsIntact(writes []chainWrite) bool {
+	if proxier.driftKernel == nil || len(writes) == 0 {
+		return false
 	}
-	chains := proxier.written.owned[chainOwner(svcInfo.clusterPolicyChainName)]
-	if len(chains) == 0 {
-		return false, 0
-	}
-	for chain := range chains {
-		want, known := proxier.written.hashes[chain]
-		got, present := proxier.driftKernel.chains[chain]
-		if !known || !present || got != want {
-			return false, len(chains)
+	for _, w := range writes {
+		got, present := proxier.driftKernel.chains[w.chain]
+		if w.unknown || !present || got != w.hash {
+			return false
 		}
 	}
-	return true, len(chains)
+	return true
 }

@@ -140,24 +140,24 @@ func TestParseListedChains(t *testing.T) {
 		"\t\tmeta l4proto tcp dnat to 10.180.0.2:80\n\t}\n\n" +
 		"\tchain endpoint-2OCDJSZQ-ns1/svc1/tcp/p80__10.180.0.1/80 {\n\t}\n}\n"
 	got := parseListedChains(listing)
-	var w writtenChains
-	w.recordText("add chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n" +
-		"flush chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n" +
-		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 numgen random mod 2 0 meta l4proto tcp dnat to 10.180.0.1:80\n" +
-		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 meta l4proto tcp dnat to 10.180.0.2:80\n" +
-		"add chain ip kube-proxy endpoint-2OCDJSZQ-ns1/svc1/tcp/p80__10.180.0.1/80\n")
-	for chain, h := range w.hashes {
+	written := map[string]uint64{}
+	hashChainText("add chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n"+
+		"flush chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n"+
+		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 numgen random mod 2 0 meta l4proto tcp dnat to 10.180.0.1:80\n"+
+		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 meta l4proto tcp dnat to 10.180.0.2:80\n"+
+		"add chain ip kube-proxy endpoint-2OCDJSZQ-ns1/svc1/tcp/p80__10.180.0.1/80\n", written)
+	if len(written) != 2 {
+		t.Fatalf("hashed %v, want the service and the endpoint chain", written)
+	}
+	for chain, h := range written {
 		if got[chain] != h {
 			t.Errorf("chain %s: listed hash %x, written hash %x", chain, got[chain], h)
 		}
 	}
-	if len(w.owned["ns1/svc1/tcp/p80"]) != 2 {
-		t.Errorf("owned chains of ns1/svc1/tcp/p80 = %v, want the service and the endpoint chain", w.owned)
-	}
 	// One rule less must change the hash.
-	w.recordText("flush chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n" +
-		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 meta l4proto tcp dnat to 10.180.0.2:80\n")
-	if got["service-ULMVA6XW-ns1/svc1/tcp/p80"] == w.hashes["service-ULMVA6XW-ns1/svc1/tcp/p80"] {
+	hashChainText("flush chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n"+
+		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 meta l4proto tcp dnat to 10.180.0.2:80\n", written)
+	if got["service-ULMVA6XW-ns1/svc1/tcp/p80"] == written["service-ULMVA6XW-ns1/svc1/tcp/p80"] {
 		t.Error("different rules gave the same hash")
 	}
 }
@@ -182,5 +182,42 @@ func TestParseListingSets(t *testing.T) {
 	}
 	if len(k.chains) != 1 || k.chains["service-ULMVA6XW-ns1/svc1/tcp/p80"] == fnvOffset64 {
 		t.Errorf("chains = %v, want the one chain with its two rules hashed", k.chains)
+	}
+}
+
+func TestRestartOverIntactTableRewritesNothing(t *testing.T) {
+	nft, first := NewFakeProxier(v1.IPv4Protocol)
+	setSplitTestCluster(first, 1)
+	if err := first.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	want := sortedLines(nft.Dump())
+
+	// A new kube-proxy (nothing remembered) over the same table: its start-up full sync
+	// finds every service-port chain as it would write it.
+	_, restarted := NewFakeProxier(v1.IPv4Protocol)
+	rec := &txText{Interface: nft}
+	restarted.nftables = fakeTxText{txText: rec, fake: nft}
+	setSplitTestCluster(restarted, 1)
+	if err := restarted.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	if written := rec.writtenServiceChains(0); len(written) != 0 {
+		t.Errorf("the start-up full sync over an intact table re-wrote %d service-port chains: %v", len(written), written)
+	}
+	if got := sortedLines(nft.Dump()); got != want {
+		t.Errorf("the start-up full sync changed the table:\n%s\nwant:\n%s", got, want)
+	}
+
+	// A restart with different Services re-writes exactly the ports that changed.
+	_, changed := NewFakeProxier(v1.IPv4Protocol)
+	rec = &txText{Interface: nft}
+	changed.nftables = fakeTxText{txText: rec, fake: nft}
+	setSplitTestCluster(changed, 2)
+	if err := changed.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	if written := rec.writtenServiceChains(0); len(written) == 0 {
+		t.Error("a start-up full sync with changed endpoints re-wrote nothing")
 	}
 }

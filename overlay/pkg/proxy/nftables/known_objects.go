@@ -52,8 +52,6 @@ type knownObjects struct {
 	endpoints, noLocalInternal, noLocalExternal int
 	// order is every service port, sorted, or nil when ports came or went since it was.
 	order []proxy.ServicePortName
-	// stale are the stale chains that the last sync left, not yet deleted.
-	stale []string
 }
 
 // portObjects are one service port's objects.

@@ -259,3 +259,34 @@ func TestRealKernelDriftRepair(t *testing.T) {
 	}
 	checkServiceChainsMatch(t, refFake, run, "ip")
 }
+
+func TestRealKernelRestartRewritesNothing(t *testing.T) {
+	real, run := realNFT(t, knftables.IPv4Family)
+	_, first := NewFakeProxier(v1.IPv4Protocol)
+	first.nftables = real
+	first.maxTransactionOps = 50
+	setSplitTestCluster(first, 1)
+	if err := first.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	refFake, ref := NewFakeProxier(v1.IPv4Protocol)
+	setSplitTestCluster(ref, 1)
+	if err := ref.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A restarted kube-proxy lists the kernel's table at start-up and leaves every chain
+	// that is already as it would write it.
+	rec := &txText{Interface: real}
+	_, restarted := NewFakeProxier(v1.IPv4Protocol)
+	restarted.nftables = rec
+	restarted.maxTransactionOps = 50
+	setSplitTestCluster(restarted, 1)
+	if err := restarted.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	if written := rec.writtenServiceChains(0); len(written) != 0 {
+		t.Errorf("the start-up full sync over the kernel's intact table re-wrote %d service-port chains", len(written))
+	}
+	checkServiceChainsMatch(t, refFake, run, "ip")
+}

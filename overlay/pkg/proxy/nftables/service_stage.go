@@ -87,8 +87,8 @@ type servicePortRecorder struct {
 	noLocalInternal, noLocalExternal bool
 	// chainsChecked and chainsRewritten count this port's chains in a drift check.
 	chainsChecked, chainsRewritten int
-	// written is what the port's operations write to its chains, for the drift check of
-	// later syncs (see chainWritesOf).
+	// written is what the port's operations write to its chains (see chainWritesOf), for
+	// a full sync's drift check.
 	written []chainWrite
 }
 
@@ -124,15 +124,27 @@ func (r *servicePortRecorder) keepAffinitySet(name string) {
 	r.affinitySets = append(r.affinitySets, name)
 }
 
-// servicePortIntact reports whether this sync may leave the service port's chains alone (see
-// Proxier.servicePortIntact), and counts the chains it checked for the merge's metrics.
-func (r *servicePortRecorder) servicePortIntact(svcInfo *servicePortInfo) bool {
-	intact, checked := r.proxier.servicePortIntact(svcInfo)
-	r.chainsChecked += checked
-	if !intact {
-		r.chainsRewritten += checked
+// dropIntactChains leaves the service port's chains alone when the kernel holds them exactly
+// as recorded (see drift.go): it drops the recorded chain and rule operations, keeping the
+// elements, sets and names. It counts the chains it checked, and those it did not drop.
+func (r *servicePortRecorder) dropIntactChains() {
+	if r.proxier.driftKernel == nil || len(r.written) == 0 {
+		return
 	}
-	return intact
+	r.chainsChecked = len(r.written)
+	if !r.proxier.chainsIntact(r.written) {
+		r.chainsRewritten = len(r.written)
+		return
+	}
+	kept := r.entries[:0]
+	for _, e := range r.entries {
+		switch e.obj.(type) {
+		case *knftables.Chain, *knftables.Rule:
+			continue
+		}
+		kept = append(kept, e)
+	}
+	r.entries = kept
 }
 
 // servicePortStage is one sync's per-service-port stage.
@@ -157,8 +169,6 @@ type servicePortStage struct {
 	staleBefore []string
 	// unchanged[i] is set when ports[i] keeps exactly the objects it had.
 	unchanged []bool
-	// splitter is the sync's transaction splitter, which records what each transaction wrote.
-	splitter *txSplitter
 	// existingChains and existingAffinitySets (walkAll) are the ones listed in the table.
 	existingChains, existingAffinitySets sets.Set[string]
 
@@ -303,7 +313,6 @@ func (st *servicePortStage) workers(n int) int {
 // merge ended in.
 func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter, generate func(*servicePortRecorder, proxy.ServicePortName, proxy.ServicePort)) *knftables.Transaction {
 	proxier := st.proxier
-	st.splitter = splitter
 	began := time.Now()
 	family := string(proxier.ipFamily)
 	defer func() {
@@ -323,6 +332,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		rec.endpoints = len(proxier.endpointsMap[name])
 		generate(rec, name, proxier.svcPortMap[name])
 		rec.written = chainWritesOf(rec)
+		rec.dropIntactChains()
 		st.results[i] = rec
 		// The known objects are only read until the merge below is done.
 		if old := st.state.ports[name]; old != nil && old.matches(name, rec) {
@@ -344,7 +354,6 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 				el.storage.ensureJoined(tx, e.obj.(*knftables.Element), el.key, el.value)
 			}
 		}
-		splitter.noteWrites(tx, rec.written)
 		checked += rec.chainsChecked
 		rewritten += rec.chainsRewritten
 	})
@@ -414,7 +423,6 @@ func (st *servicePortStage) cleanupAll(tx *knftables.Transaction) {
 		}
 		tx.Flush(&knftables.Chain{Name: chain})
 		proxier.staleChains[chain] = st.start
-		st.splitter.noteFlush(tx, chain)
 	}
 	for _, set := range sets.List(st.existingAffinitySets) {
 		if !st.state.affinitySets.Has(set) {
@@ -440,7 +448,6 @@ func (st *servicePortStage) cleanupChanged(tx *knftables.Transaction) {
 	for _, chain := range dropped {
 		tx.Flush(&knftables.Chain{Name: chain})
 		proxier.staleChains[chain] = st.start
-		st.splitter.noteFlush(tx, chain)
 	}
 	// Chains that were already stale, and are not in use again, are flushed again, as a
 	// sync that lists the table would find and flush them.
@@ -448,8 +455,7 @@ func (st *servicePortStage) cleanupChanged(tx *knftables.Transaction) {
 		if _, stillStale := proxier.staleChains[chain]; stillStale && !st.state.chains.Has(chain) && !slices.Contains(dropped, chain) {
 			tx.Flush(&knftables.Chain{Name: chain})
 			proxier.staleChains[chain] = st.start
-			st.splitter.noteFlush(tx, chain)
-		}
+			}
 	}
 	for _, set := range droppedSets {
 		tx.Delete(&knftables.Set{Name: set})
@@ -460,25 +466,9 @@ func (st *servicePortStage) cleanupChanged(tx *knftables.Transaction) {
 }
 
 // commit makes the stage's state the proxier's known objects, after the sync's transactions
-// all succeeded, and forgets what kube-proxy wrote to chains that are gone.
+// all succeeded.
 func (st *servicePortStage) commit() {
-	proxier := st.proxier
-	if st.walkAll {
-		proxier.written.prune(st.state.chains, proxier.staleChains)
-	} else {
-		// The stale chains that the last sync left and that are gone now were deleted
-		// since, at the start of this sync.
-		for _, chain := range st.state.stale {
-			if _, stale := proxier.staleChains[chain]; !stale && !st.state.chains.Has(chain) {
-				proxier.written.forget(chain)
-			}
-		}
-	}
-	st.state.stale = st.state.stale[:0]
-	for chain := range proxier.staleChains {
-		st.state.stale = append(st.state.stale, chain)
-	}
-	proxier.known = st.state
+	st.proxier.known = st.state
 }
 
 // elementStorages returns the proxier's map and set element storages.

@@ -45,16 +45,12 @@ type txSplitter struct {
 	max      int
 	queued   []*knftables.Transaction
 	ipFamily string
-	written  *writtenChains // records each transaction that ran
-	// pending is what each queued transaction writes to service-port chains, applied to
-	// written once it ran.
-	pending map[*knftables.Transaction][]chainWrite
 }
 
 // newTxSplitter returns the splitter for one sync. With maxTransactionOps 0 (the proxier's zero
 // value) a sync is one transaction, as upstream does it.
 func (proxier *Proxier) newTxSplitter() *txSplitter {
-	return &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily), written: &proxier.written}
+	return &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily)}
 }
 
 // cut is called where the sync may start a new transaction, before a service port's operations.
@@ -68,30 +64,12 @@ func (s *txSplitter) cut(tx *knftables.Transaction) *knftables.Transaction {
 	return s.nft.NewTransaction()
 }
 
-// noteWrites notes that tx writes writes to service-port chains.
-func (s *txSplitter) noteWrites(tx *knftables.Transaction, writes []chainWrite) {
-	if len(writes) == 0 {
-		return
-	}
-	if s.pending == nil {
-		s.pending = map[*knftables.Transaction][]chainWrite{}
-	}
-	s.pending[tx] = append(s.pending[tx], writes...)
-}
-
-// noteFlush notes that tx flushes the service-port chain chain.
-func (s *txSplitter) noteFlush(tx *knftables.Transaction, chain string) {
-	s.noteWrites(tx, []chainWrite{{chain: chain, hash: fnvOffset64}})
-}
-
-// run runs the queued transactions and then last, in order, records what each one that ran
-// wrote to the service-port chains (for drift checks), and records their sizes and the longest
-// one's duration. It stops at the first failure and returns the failed transaction with
+// run runs the queued transactions and then last, in order, and records their sizes and the
+// longest one's duration. It stops at the first failure and returns the failed transaction with
 // an error that says which one it was; otherwise it returns last and nil.
 func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knftables.Transaction, error) {
 	all := append(s.queued, last)
 	s.queued = nil
-	defer func() { s.pending = nil }()
 	var longest time.Duration
 	defer func() {
 		metrics.NFTablesTransactionsPerSync.WithLabelValues(s.ipFamily).Observe(float64(len(all)))
@@ -108,7 +86,6 @@ func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knf
 			}
 			return tx, fmt.Errorf("transaction %d of %d failed (the %d before it were applied): %w", i+1, len(all), i, err)
 		}
-		s.written.apply(s.pending[tx])
 	}
 	return last, nil
 }
