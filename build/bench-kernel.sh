@@ -12,7 +12,7 @@
 #          RTNL_INTERVAL, PATCHED_ONLY, UPSTREAM_ONLY (see bench/kernel/config.go).
 #   probe  (root) the rule-shape and per-packet probe. Environment: PROBE_SIZES, PROBE_VARIANTS,
 #          PROBE_FAMILY, PROBE_V0_MAX, PROBE_A0_MAX, PROBE_KS, PROBE_PKT_N, PROBE_PKT_ROUNDS, PROBE_SKIP_LOAD,
-#          PROBE_SKIP_PKT.
+#          PROBE_SKIP_PKT, PROBE_ENDPOINTS.
 # Every netns the run creates is named bk<pid>-...; they are deleted at the end, on failure and
 # on interrupt (by the Go program, and again here by name).
 set -euo pipefail

@@ -27,7 +27,13 @@ type nftRun struct {
 
 // runNFTFile loads file into netns ns with nft -f and returns its wall and CPU time.
 func runNFTFile(ns, nft, file string) (nftRun, error) {
-	cmd := exec.Command("ip", "netns", "exec", ns, nft, "-f", file)
+	return runNFT(ns, nft, "-f", file)
+}
+
+// runNFT runs nft with args in netns ns, discarding its output, and returns its wall and CPU
+// time; a failure's error carries the first line of nft's message.
+func runNFT(ns, nft string, args ...string) (nftRun, error) {
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, nft}, args...)...)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	s := time.Now()
@@ -42,7 +48,7 @@ func runNFTFile(ns, nft, file string) (nftRun, error) {
 		if i := strings.Index(msg, "\n"); i >= 0 {
 			msg = msg[:i] + " ..."
 		}
-		return r, fmt.Errorf("nft -f %s: %v: %s", file, err, msg)
+		return r, fmt.Errorf("nft %s: %v: %s", strings.Join(args, " "), err, msg)
 	}
 	return r, nil
 }
@@ -57,6 +63,7 @@ func probeMain(argv []string) int {
 	v0Max := fs.Int("v0-max", atoiOr(os.Getenv("PROBE_V0_MAX"), 12000), "largest size for upstream's shape v0, which grows super-linearly")
 	a0Max := fs.Int("a0-max", atoiOr(os.Getenv("PROBE_A0_MAX"), 6000), "largest size for upstream's affinity shape a0 (65 s cold and 105 s reload at 6000 on the reference machine)")
 	ksF := fs.String("ks", envOr("PROBE_KS", "1,10,100"), "endpoint counts of the per-packet probe")
+	epsF := fs.String("endpoints", envOr("PROBE_ENDPOINTS", "2"), "endpoints per service of the load probe (each count is a run of its own)")
 	pktN := fs.Int("pkt-n", atoiOr(os.Getenv("PROBE_PKT_N"), 2000), "connections per batch")
 	rounds := fs.Int("pkt-rounds", atoiOr(os.Getenv("PROBE_PKT_ROUNDS"), 5), "batches per configuration (interleaved)")
 	skipLoad := fs.Bool("skip-load", os.Getenv("PROBE_SKIP_LOAD") == "1", "skip the load probe")
@@ -73,6 +80,11 @@ func probeMain(argv []string) int {
 	sizes, err := ParseSizes(*sizesF)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	epCounts, err := ParseSizes(*epsF)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "probe: -endpoints:", err)
 		return 2
 	}
 	wd, _ := filepath.Abs(*work)
@@ -93,17 +105,19 @@ func probeMain(argv []string) int {
 
 	rc := 0
 	if !*skipLoad {
-		o.printf("probe-load: each ruleset is one `nft -f` transaction into a fresh netns (cold), then the same content after `flush table` (reload, like a full re-sync); 6 TCP ports and 2 endpoints per service; wall s (user/sys)\n")
+		o.printf("probe-load: each ruleset is one `nft -f` transaction into a fresh netns (cold), then `nft -t list table` (the drift check's read), then the same content after `flush table` (reload, like a full re-sync); 6 TCP ports per service; wall s (user/sys)\n")
 		for _, size := range sizes {
-			for _, v := range strings.Split(*variantsF, ",") {
-				v = strings.TrimSpace(v)
-				if v == V0 && size > *v0Max || v == A0 && size > *a0Max {
-					o.printf("probe-load: variant %s size %d: skipped (above PROBE_V0_MAX=%d / PROBE_A0_MAX=%d)\n", v, size, *v0Max, *a0Max)
-					continue
-				}
-				if err := o.probeLoad(nft, wd, v, *famF, size); err != nil {
-					o.printf("probe-load: variant %s size %d: ERROR %v\n", v, size, err)
-					rc = 1
+			for _, eps := range epCounts {
+				for _, v := range strings.Split(*variantsF, ",") {
+					v = strings.TrimSpace(v)
+					if v == V0 && size > *v0Max || v == A0 && size > *a0Max {
+						o.printf("probe-load: variant %s size %d: skipped (above PROBE_V0_MAX=%d / PROBE_A0_MAX=%d)\n", v, size, *v0Max, *a0Max)
+						continue
+					}
+					if err := o.probeLoad(nft, wd, v, *famF, size, eps); err != nil {
+						o.printf("probe-load: variant %s size %d endpoints %d: ERROR %v\n", v, size, eps, err)
+						rc = 1
+					}
 				}
 			}
 		}
@@ -123,10 +137,13 @@ func probeMain(argv []string) int {
 	return rc
 }
 
-func (o *orchestrator) probeLoad(nft, wd, v, fam string, size int) error {
+// probeLoad loads variant v at size service ports with eps endpoints per service into a fresh
+// netns, lists it tersely, reloads it, and prints the three timings on one line.
+func (o *orchestrator) probeLoad(nft, wd, v, fam string, size, eps int) error {
 	spec := ProbeSpec(fam, size)
-	cold := filepath.Join(wd, fmt.Sprintf("%s-%s-%d.nft", v, fam, size))
-	reload := filepath.Join(wd, fmt.Sprintf("%s-%s-%d.reload.nft", v, fam, size))
+	spec.Endpoints = eps
+	cold := filepath.Join(wd, fmt.Sprintf("%s-%s-%d-%d.nft", v, fam, size, eps))
+	reload := filepath.Join(wd, fmt.Sprintf("%s-%s-%d-%d.reload.nft", v, fam, size, eps))
 	for file, rl := range map[string]bool{cold: false, reload: true} {
 		f, err := os.Create(file)
 		if err != nil {
@@ -150,12 +167,16 @@ func (o *orchestrator) probeLoad(nft, wd, v, fam string, size int) error {
 	if err != nil {
 		return err
 	}
+	l, err := runNFT(ns, nft, "-t", "list", "table", nftFamily(fam), spec.Table)
+	if err != nil {
+		return err
+	}
 	r, err := runNFTFile(ns, nft, reload)
 	if err != nil {
 		return err
 	}
-	o.printf("probe-load: variant %s size %d family %s: cold %s s (%s/%s), reload %s s (%s/%s), %d KiB\n",
-		v, size, fam, secs(c.wall), secs(c.user), secs(c.sys), secs(r.wall), secs(r.user), secs(r.sys), st.Size()/1024)
+	o.printf("probe-load: variant %s size %d endpoints %d family %s: cold %s s (%s/%s), list %s s (%s/%s), reload %s s (%s/%s), %d KiB\n",
+		v, size, eps, fam, secs(c.wall), secs(c.user), secs(c.sys), secs(l.wall), secs(l.user), secs(l.sys), secs(r.wall), secs(r.user), secs(r.sys), st.Size()/1024)
 	_ = os.Remove(cold)
 	_ = os.Remove(reload)
 	return nil

@@ -46,6 +46,21 @@ import (
 // does it). A new connection's first packet walks at most k rules; established connections never
 // reach the service chain.
 
+// maxSetFreeEndpoints is the most endpoints a service port balances over with set-free rules; a
+// service port with more gets upstream's one numgen map rule. Each set-free rule costs `nft` a
+// rule to parse and to list (drift checks list the table), and a new connection one more rule
+// to walk, while the map costs the kernel one anonymous set per service port. Few service ports
+// have this many endpoints, so their sets stay few. make bench-kernel-probe with
+// PROBE_ENDPOINTS measures both sides; bench/kernel/README.md has the figures behind this value.
+var maxSetFreeEndpoints = 16
+
+// setFreeShape reports whether a service port with these endpoints gets set-free rules: unless
+// --nftables-rule-shapes=Upstream asks for upstream's maps everywhere, when it has at most
+// maxSetFreeEndpoints usable endpoints.
+func (proxier *Proxier) setFreeShape(endpoints []proxy.Endpoint) bool {
+	return !proxier.upstreamRuleShapes && usableEndpoints(endpoints) <= maxSetFreeEndpoints
+}
+
 // usableEndpoints returns how many of endpoints are *endpointInfo; upstream skips the others.
 func usableEndpoints(endpoints []proxy.Endpoint) int {
 	n := 0

@@ -112,7 +112,7 @@ func pickProbabilities(t *testing.T, rules []string) []*big.Rat {
 func TestSetFreeShapesAreUniformAndSetFree(t *testing.T) {
 	for _, family := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
 		for _, affinity := range []bool{false, true} {
-			for _, n := range []int{1, 2, 3, 10, 100} {
+			for _, n := range []int{1, 2, 3, 10, maxSetFreeEndpoints} {
 				t.Run(fmt.Sprintf("%s/affinity=%v/%d endpoints", family, affinity, n), func(t *testing.T) {
 					nft, _ := shapeTestProxier(t, family, n, affinity, false)
 					rules := serviceChainRules(t, nft)
@@ -163,5 +163,44 @@ func TestUpstreamRuleShapesSwitch(t *testing.T) {
 	got := serviceChainRules(t, nft)
 	if last := got[len(got)-1]; !strings.HasPrefix(last, "numgen random mod 2 vmap {") {
 		t.Errorf("with upstream rule shapes and affinity, the last rule is %q, want upstream's vmap", last)
+	}
+}
+
+func TestSetFreeShapesStopAtMaxSetFreeEndpoints(t *testing.T) {
+	for _, family := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
+		n := maxSetFreeEndpoints + 1
+		nft, _ := shapeTestProxier(t, family, n, false, false)
+		rules := serviceChainRules(t, nft)
+		if len(rules) != 1 || !strings.Contains(rules[0], fmt.Sprintf("to numgen random mod %d map {", n)) {
+			t.Errorf("%s: a service port with %d endpoints got %d rules, want upstream's one numgen map: %v", family, n, len(rules), rules)
+		}
+		nft, _ = shapeTestProxier(t, family, n, true, false)
+		rules = serviceChainRules(t, nft)
+		if len(rules) != n+1 || !strings.HasPrefix(rules[n], fmt.Sprintf("numgen random mod %d vmap {", n)) {
+			t.Errorf("%s: a service port with %d endpoints and affinity got %v, want %d affinity lookups and upstream's vmap", family, n, rules, n)
+		}
+	}
+}
+
+func TestSetFreeShapeFollowsEndpointCount(t *testing.T) {
+	// A service port that grows past maxSetFreeEndpoints changes shape at the next sync, and
+	// back when it shrinks; the chain never holds both shapes.
+	nft, fp := shapeTestProxier(t, v1.IPv4Protocol, 2, false, false)
+	for _, n := range []int{maxSetFreeEndpoints + 4, maxSetFreeEndpoints, 3} {
+		setShapeTestService(t, fp, v1.IPv4Protocol, n, false)
+		rules := serviceChainRules(t, nft)
+		maps := 0
+		for _, r := range rules {
+			if strings.Contains(r, " map {") {
+				maps++
+			}
+		}
+		wantRules, wantMaps := n, 0
+		if n > maxSetFreeEndpoints {
+			wantRules, wantMaps = 1, 1
+		}
+		if len(rules) != wantRules || maps != wantMaps {
+			t.Errorf("%d endpoints: got %d rules (%d maps), want %d (%d): %v", n, len(rules), maps, wantRules, wantMaps, rules)
+		}
 	}
 }
