@@ -44,7 +44,7 @@ func (o *Options) addRuleSyncFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&rs.SyncSplay.Duration, "sync-splay", rs.SyncSplay.Duration,
 		"The largest offset of this node's full-sync schedule. The offset is derived from the node name with a stable hash and lies in [0, sync-splay), so that nodes that joined together do not full-sync together. Must be in [0, --full-sync-period]; setting it equal to --full-sync-period spreads nodes over the whole period.")
 	fs.StringVar(&rs.NFTablesRuleShapes, "nftables-rule-shapes", rs.NFTablesRuleShapes,
-		"How the nftables proxier writes its load-balancing rules: 'SetFree' (one rule per endpoint, no per-rule sets, so the kernel's cost per Service stays flat; a Service port with more than 16 endpoints keeps upstream's map) or 'Upstream' (upstream's per-rule numgen maps everywhere, whose kernel cost grows faster than the square of the number of Services).")
+		"How the nftables proxier writes its load-balancing rules: 'SetFree' (one rule per endpoint, no per-rule sets, so the kernel's cost per Service stays flat; a Service port with more than 8 endpoints keeps upstream's map) or 'Upstream' (upstream's per-rule numgen maps everywhere, whose kernel cost grows faster than the square of the number of Services).")
 	fs.Int32Var(&rs.MaxSyncTransactionSize, "max-sync-transaction-size", rs.MaxSyncTransactionSize,
 		"The largest number of operations the nftables proxier puts in one kernel transaction; a larger sync is split between Service ports into several transactions, so the kernel's commit lock is never held for long. 0 means one transaction per sync, as upstream does it.")
 	fs.BoolVar(&rs.FullSyncRewriteAll, "full-sync-rewrite-all", rs.FullSyncRewriteAll,

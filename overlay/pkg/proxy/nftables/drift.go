@@ -58,8 +58,9 @@ const (
 	fnvPrime64  = 1099511628211
 )
 
-// hashRule extends the hash h of a chain's rules with rule.
+// hashRule extends the hash h of a chain's rules with rule, in its listed form.
 func hashRule(h uint64, rule string) uint64 {
+	rule = listedForm(rule)
 	for i := 0; i < len(rule); i++ {
 		h ^= uint64(rule[i])
 		h *= fnvPrime64
@@ -67,6 +68,20 @@ func hashRule(h uint64, rule string) uint64 {
 	h ^= '\n'
 	h *= fnvPrime64
 	return h
+}
+
+// listedForm returns rule as nft 1.0 lists it, where kube-proxy's text is known to differ:
+// upstream's numgen map rules (kept for service ports above maxSetFreeEndpoints) separate
+// elements with " , " where nft lists ", ", and say "dnat ip addr . port to" where nft lists
+// "dnat ip to". Rule text already in listed form comes back unchanged. A difference not covered
+// here only costs a re-write of that service port at each full sync.
+func listedForm(rule string) string {
+	if strings.IndexByte(rule, '{') < 0 {
+		return rule
+	}
+	rule = strings.ReplaceAll(rule, " , ", ", ")
+	rule = strings.Replace(rule, "dnat ip addr . port to ", "dnat ip to ", 1)
+	return strings.Replace(rule, "dnat ip6 addr . port to ", "dnat ip6 to ", 1)
 }
 
 // chainOwner returns the service port ("ns/svc/proto/port") that a service-port chain belongs

@@ -221,3 +221,26 @@ func TestRestartOverIntactTableRewritesNothing(t *testing.T) {
 		t.Error("a start-up full sync with changed endpoints re-wrote nothing")
 	}
 }
+
+func TestListedForm(t *testing.T) {
+	for _, c := range []struct{ rule, want string }{
+		{"meta l4proto tcp dnat ip addr . port to numgen random mod 2 map { 0 : 10.0.0.1 . 80 , 1 : 10.0.0.2 . 80 }",
+			"meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.0.0.1 . 80, 1 : 10.0.0.2 . 80 }"},
+		{"meta l4proto udp dnat ip6 addr . port to numgen random mod 2 map { 0 : fd00::1 . 53 , 1 : fd00::2 . 53 }",
+			"meta l4proto udp dnat ip6 to numgen random mod 2 map { 0 : fd00::1 . 53, 1 : fd00::2 . 53 }"},
+		{"numgen random mod 2 vmap { 0 : goto endpoint-a , 1 : goto endpoint-b }",
+			"numgen random mod 2 vmap { 0 : goto endpoint-a, 1 : goto endpoint-b }"},
+		// Already listed, or nothing to change.
+		{"meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.0.0.1 . 80, 1 : 10.0.0.2 . 80 }",
+			"meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.0.0.1 . 80, 1 : 10.0.0.2 . 80 }"},
+		{"numgen random mod 3 0 meta l4proto tcp dnat to 10.0.0.1:80", "numgen random mod 3 0 meta l4proto tcp dnat to 10.0.0.1:80"},
+		{"update @affinity-x { ip saddr }", "update @affinity-x { ip saddr }"},
+	} {
+		if got := listedForm(c.rule); got != c.want {
+			t.Errorf("listedForm(%q) = %q, want %q", c.rule, got, c.want)
+		}
+		if hashRule(fnvOffset64, c.rule) != hashRule(fnvOffset64, c.want) {
+			t.Errorf("%q and its listed form hash differently", c.rule)
+		}
+	}
+}

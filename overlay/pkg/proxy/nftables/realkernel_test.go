@@ -116,7 +116,7 @@ func checkServiceChainsMatch(t *testing.T, ref *knftables.Fake, run func(args ..
 		}
 		var want []string
 		for _, r := range ch.Rules {
-			want = append(want, r.Rule)
+			want = append(want, listedForm(r.Rule))
 		}
 		if got := kernelChainRules(run, family, name); strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("kernel chain %s:\n%s\nwant:\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -289,4 +289,37 @@ func TestRealKernelRestartRewritesNothing(t *testing.T) {
 		t.Errorf("the start-up full sync over the kernel's intact table re-wrote %d service-port chains", len(written))
 	}
 	checkServiceChainsMatch(t, refFake, run, "ip")
+}
+
+func TestRealKernelMapShapeRewritesNothing(t *testing.T) {
+	// Service ports above maxSetFreeEndpoints keep upstream's numgen map, which the kernel lists
+	// in its own canonical form; a full sync over them must still find them intact.
+	n := maxSetFreeEndpoints + 2
+	for _, family := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
+		for _, affinity := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/affinity=%v", family, affinity), func(t *testing.T) {
+				nftFamily, listFamily := knftables.IPv4Family, "ip"
+				if family == v1.IPv6Protocol {
+					nftFamily, listFamily = knftables.IPv6Family, "ip6"
+				}
+				real, run := realNFT(t, nftFamily)
+				_, first := NewFakeProxier(family)
+				first.nftables = real
+				setShapeTestService(t, first, family, n, affinity)
+				refFake, _ := shapeTestProxier(t, family, n, affinity, false)
+				checkServiceChainsMatch(t, refFake, run, listFamily)
+				if listed := run("list", "table", listFamily, kubeProxyTable); !strings.Contains(listed, "map {") {
+					t.Fatalf("a service port with %d endpoints has no numgen map in the kernel:\n%s", n, listed)
+				}
+
+				rec := &txText{Interface: real}
+				_, restarted := NewFakeProxier(family)
+				restarted.nftables = rec
+				setShapeTestService(t, restarted, family, n, affinity)
+				if written := rec.writtenServiceChains(0); len(written) != 0 {
+					t.Errorf("the start-up full sync over the kernel's intact table re-wrote %v", written)
+				}
+			})
+		}
+	}
 }
