@@ -167,8 +167,9 @@ type servicePortStage struct {
 	removed []proxy.ServicePortName
 	// staleBefore (partial syncs) are the stale chains left from before this sync.
 	staleBefore []string
-	// unchanged[i] is set when ports[i] keeps exactly the objects it had.
-	unchanged []bool
+	// unchanged[i] is set when ports[i] keeps exactly the objects it had; known[i] when it
+	// had any (the workers look that up, so that the merge need not).
+	unchanged, known []bool
 	// existingChains and existingAffinitySets (walkAll) are the ones listed in the table.
 	existingChains, existingAffinitySets sets.Set[string]
 
@@ -322,6 +323,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	st.results = make([]*servicePortRecorder, len(st.ports))
 	st.objects = make([]*portObjects, len(st.ports))
 	st.unchanged = make([]bool, len(st.ports))
+	st.known = make([]bool, len(st.ports))
 	checked, rewritten := 0, 0
 	// Workers generate the service ports; the sync's goroutine merges each, in order, as
 	// soon as it is ready, while the workers go on with the next ones.
@@ -335,7 +337,9 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		rec.dropIntactChains()
 		st.results[i] = rec
 		// The known objects are only read until the merge below is done.
-		if old := st.state.ports[name]; old != nil && old.matches(name, rec) {
+		old := st.state.ports[name]
+		st.known[i] = old != nil
+		if old != nil && old.matches(name, rec) {
 			st.objects[i], st.unchanged[i] = old, true
 		} else {
 			st.objects[i] = objectsOf(name, rec)
@@ -388,7 +392,7 @@ func (st *servicePortStage) updateAll() {
 	var objs []*portObjects
 	known := 0
 	for i, name := range st.ports {
-		if _, ok := st.state.ports[name]; ok {
+		if st.known[i] {
 			known++
 		}
 		if !st.unchanged[i] {
