@@ -49,13 +49,30 @@ assemble_pristine() {
 	mv "$tmp" "$out"
 }
 
-# apply_patches applies every *.patch in PATCHES, in name order, to TREE with git apply.
-# A patch that does not apply stops everything with the patch's name and the rejected hunks.
-apply_patches() {
-	local tree=$1 patches=$2 p rej
+# line_patches PATCHES TAG prints the patch series for upstream TAG, in name order: every
+# PATCHES/*.patch, except that PATCHES/TAG/NAME.patch, when it exists, replaces PATCHES/NAME.patch
+# (a per-line override of a patch that does not apply to TAG as it is). An override without a
+# default patch of the same name is an error: a line carries the same series.
+line_patches() {
+	local patches=$1 tag=$2 p name
 	shopt -s nullglob
+	for p in "$patches/$tag"/*.patch; do
+		[ -f "$patches/$(basename "$p")" ] || die "${p#"$(dirname "$patches")"/} overrides no patch in $(basename "$patches")/ (same names only)"
+	done
 	for p in "$patches"/*.patch; do
-		log "applying $(basename "$p")"
+		name=$(basename "$p")
+		if [ -f "$patches/$tag/$name" ]; then echo "$patches/$tag/$name"; else echo "$p"; fi
+	done
+}
+
+# apply_patches applies the series of PATCHES for TREE's tag (see line_patches), in name order,
+# to TREE with git apply. A patch that does not apply stops everything with the patch's name and
+# the rejected hunks.
+apply_patches() {
+	local tree=$1 patches=$2 p rej list
+	list=$(line_patches "$patches" "$(cat "$tree/.upstream-tag")")
+	for p in $list; do
+		log "applying ${p#"$(dirname "$patches")"/}"
 		if ! (cd "$tree" && git apply --whitespace=nowarn --reject "$p") >"$tree/.apply.log" 2>&1; then
 			echo "error: patch $(basename "$p") does not apply to $(cat "$tree/.upstream-tag")" >&2
 			sed 's/^/  /' "$tree/.apply.log" >&2
