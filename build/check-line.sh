@@ -6,7 +6,7 @@
 #   2. the pristine tree assembles from those modules, and the patched tree from it: every patch
 #      of the line's series applies (patches/TAG/ overrides included) and overlay/ lays cleanly;
 #   3. the patched tree compiles: go build ./cmd/kube-proxy (CGO_ENABLED=0, as build/build.sh),
-#      and go vet plus the test binaries of pkg/proxy/nftables (go test -run '^$').
+#      and go vet plus the test binary of pkg/proxy/nftables (go test -run '^$', no test runs).
 # The trees are those of make UPSTREAM=TAG, _output/src/TAG/{pristine,patched}; nothing runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,10 +37,13 @@ overrides=$(grep -c "^==> applying .*/$tag/" "$src.log" || true)
 step "patched tree assembled: $(grep -c '^==> applying' "$src.log") patches apply ($overrides overrides from patches/$tag/), overlay laid"
 rm -f "$src.log"
 
+# All with CGO_ENABLED=0 and -trimpath, as build/build.sh builds, so that the three share one
+# compilation of the dependencies.
 cd "$src/patched"
-CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -o /dev/null ./cmd/kube-proxy
+export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+go build -trimpath -o /dev/null ./cmd/kube-proxy
 step "go build ./cmd/kube-proxy"
-go vet ./pkg/proxy/nftables/
-go test -count=1 -run '^$' ./pkg/proxy/nftables/ >/dev/null
+go vet -trimpath ./pkg/proxy/nftables/
+go test -trimpath -count=1 -run '^$' ./pkg/proxy/nftables/ >/dev/null
 step "go vet and test build of ./pkg/proxy/nftables"
 echo "line $tag: $pass checks passed in $((SECONDS - t0))s"
