@@ -103,6 +103,8 @@ assemble_patched() {
 	local pristine=$1 patches overlay=$3 out=$4 tmp
 	patches=$(realpath "$2")
 	[ -f "$pristine/.upstream-tag" ] || die "$pristine is not an assembled tree"
+	# Check the line's series (override names) before the slow copy.
+	line_patches "$patches" "$(cat "$pristine/.upstream-tag")" >/dev/null
 	tmp="$out.tmp"
 	rm -rf "$tmp"
 	cp -r "$pristine" "$tmp"

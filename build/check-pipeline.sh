@@ -56,5 +56,16 @@ else
 		result ok "an overlay file over an upstream file stops the build" ||
 		{ result fail "the overlay error names the file"; tail -5 "$work/log"; }
 fi
+# A per-line override must replace a default patch of the same name.
+rm -rf "$work/overlay/pkg"
+mkdir -p "$work/patches/$tag"
+cp "$first" "$work/patches/$tag/9999-not-in-the-series.patch"
+if "$here/assemble.sh" patched "$pristine" "$work/patches" "$work/overlay" "$work/out" >"$work/log" 2>&1; then
+	result fail "an override without a default patch of its name stops the build"
+else
+	grep -q "$tag/9999-not-in-the-series.patch overrides no patch" "$work/log" &&
+		result ok "an override without a default patch of its name stops the build" ||
+		{ result fail "the override error names the file"; tail -5 "$work/log"; }
+fi
 echo "pipeline: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
