@@ -26,7 +26,7 @@ n=0
 while read -r path ver; do
 	module_dir "$moddir" "$path" "$ver" >/dev/null
 	n=$((n + 1))
-done < <(cd "$moddir" && go list -m -f '{{.Path}} {{.Version}}' all | grep -v "^github.com/kube-proxy-overlay/")
+done < <(cd "$moddir" && go mod edit -print | awk '/^require \(/ { r = 1; next } r && /^\)/ { r = 0 } r && NF == 2 { print $1, $2 }')
 step "pins: $n modules match patches/$tag/go.sum"
 
 "$here/assemble.sh" pristine "$moddir" "$src/pristine" 2>"$src.log" || { cat "$src.log" >&2; exit 1; }
