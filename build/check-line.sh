@@ -17,6 +17,7 @@ root=$(cd "$here/.." && pwd)
 moddir="$root/patches/$tag"
 [ -f "$moddir/go.mod" ] || die "no line $tag: patches/$tag/go.mod is missing (build/pin-line.sh $tag)"
 src="$root/_output/src/$tag"
+mkdir -p "$src"
 pass=0
 step() { echo "ok   $tag: $1"; pass=$((pass + 1)); }
 t0=$SECONDS
