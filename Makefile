@@ -6,7 +6,13 @@
 #   make build-upstream        the pristine upstream binary, for side-by-side comparisons
 #   make bench-fleet           full-sync fleet simulation (FLEET_ARGS="-nodes 5000 ...")
 #
-# UPSTREAM selects the upstream line (default: the tag pinned in go.mod).
+# UPSTREAM selects the upstream line: the tag pinned in go.mod (default), or a second line pinned
+# by patches/<tag>/go.mod and go.sum (build/pin-line.sh <tag>), whose patches/<tag>/*.patch replace
+# the default patches of the same name. Each line assembles its trees under _output/src/<tag>/.
+#
+#   make build UPSTREAM=v1.37.2          _output/v1.37.2/bin/kube-proxy
+#   make build-upstream UPSTREAM=v1.37.2 _output/upstream/v1.37.2/bin/kube-proxy
+#   make test UPSTREAM=v1.37.2           the same tests, on the v1.37.2 line
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -16,10 +22,14 @@ SHELL := /bin/bash
 ROOT := $(CURDIR)
 PINNED := $(shell go list -m -f '{{.Version}}' k8s.io/kubernetes)
 UPSTREAM ?= $(PINNED)
-ifneq ($(UPSTREAM),$(PINNED))
-$(error UPSTREAM=$(UPSTREAM) is not a line this repo knows; go.mod pins $(PINNED))
-endif
+LINES := $(PINNED) $(patsubst patches/%/go.mod,%,$(wildcard patches/v*/go.mod))
+ifeq ($(UPSTREAM),$(PINNED))
 MODDIR := $(ROOT)
+else ifneq ($(wildcard patches/$(UPSTREAM)/go.mod),)
+MODDIR := $(ROOT)/patches/$(UPSTREAM)
+else
+$(error UPSTREAM=$(UPSTREAM) is not a line this repo knows ($(LINES)); build/pin-line.sh $(UPSTREAM) pins a new one)
+endif
 
 SRC := _output/src/$(UPSTREAM)
 PRISTINE := $(SRC)/pristine
@@ -31,7 +41,7 @@ BIN := _output/$(UPSTREAM)/bin/kube-proxy
 endif
 UPSTREAM_BIN := _output/upstream/$(UPSTREAM)/bin/kube-proxy
 
-PATCHES := $(sort $(wildcard patches/*.patch))
+PATCHES := $(sort $(wildcard patches/*.patch patches/$(UPSTREAM)/*.patch))
 OVERLAY_FILES := $(shell find overlay -type f 2>/dev/null | LC_ALL=C sort)
 BUILD_SCRIPTS := build/lib.sh build/assemble.sh build/build.sh
 
@@ -51,7 +61,7 @@ build-upstream: $(UPSTREAM_BIN)
 
 tree: $(PATCHED)/.upstream-tag
 
-$(PRISTINE)/.upstream-tag: go.mod go.sum $(BUILD_SCRIPTS)
+$(PRISTINE)/.upstream-tag: $(MODDIR)/go.mod $(MODDIR)/go.sum $(BUILD_SCRIPTS)
 	build/assemble.sh pristine $(MODDIR) $(PRISTINE)
 
 $(PATCHED)/.upstream-tag: $(PRISTINE)/.upstream-tag $(PATCHES) $(OVERLAY_FILES) $(BUILD_SCRIPTS)

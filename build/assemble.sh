@@ -49,13 +49,30 @@ assemble_pristine() {
 	mv "$tmp" "$out"
 }
 
-# apply_patches applies every *.patch in PATCHES, in name order, to TREE with git apply.
-# A patch that does not apply stops everything with the patch's name and the rejected hunks.
-apply_patches() {
-	local tree=$1 patches=$2 p rej
+# line_patches PATCHES TAG prints the patch series for upstream TAG, in name order: every
+# PATCHES/*.patch, except that PATCHES/TAG/NAME.patch, when it exists, replaces PATCHES/NAME.patch
+# (a per-line override of a patch that does not apply to TAG as it is). An override without a
+# default patch of the same name is an error: a line carries the same series.
+line_patches() {
+	local patches=$1 tag=$2 p name
 	shopt -s nullglob
+	for p in "$patches/$tag"/*.patch; do
+		[ -f "$patches/$(basename "$p")" ] || die "${p#"$(dirname "$patches")"/} overrides no patch in $(basename "$patches")/ (same names only)"
+	done
 	for p in "$patches"/*.patch; do
-		log "applying $(basename "$p")"
+		name=$(basename "$p")
+		if [ -f "$patches/$tag/$name" ]; then echo "$patches/$tag/$name"; else echo "$p"; fi
+	done
+}
+
+# apply_patches applies the series of PATCHES for TREE's tag (see line_patches), in name order,
+# to TREE with git apply. A patch that does not apply stops everything with the patch's name and
+# the rejected hunks.
+apply_patches() {
+	local tree=$1 patches=$2 p rej list
+	list=$(line_patches "$patches" "$(cat "$tree/.upstream-tag")")
+	for p in $list; do
+		log "applying ${p#"$(dirname "$patches")"/}"
 		if ! (cd "$tree" && git apply --whitespace=nowarn --reject "$p") >"$tree/.apply.log" 2>&1; then
 			echo "error: patch $(basename "$p") does not apply to $(cat "$tree/.upstream-tag")" >&2
 			sed 's/^/  /' "$tree/.apply.log" >&2
@@ -86,6 +103,8 @@ assemble_patched() {
 	local pristine=$1 patches overlay=$3 out=$4 tmp
 	patches=$(realpath "$2")
 	[ -f "$pristine/.upstream-tag" ] || die "$pristine is not an assembled tree"
+	# Check the line's series (override names) before the slow copy.
+	line_patches "$patches" "$(cat "$pristine/.upstream-tag")" >/dev/null
 	tmp="$out.tmp"
 	rm -rf "$tmp"
 	cp -r "$pristine" "$tmp"

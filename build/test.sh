@@ -4,6 +4,8 @@
 #   1. the build tooling's own tests (this repo's Go module);
 #   2. the patch pipeline's failure modes, and the config-file contract of the patched BIN and
 #      the pristine UPSTREAM_BIN;
+#   2b. for every second upstream line (patches/<tag>/go.mod) other than TREE's, the fast
+#      check of build/check-line.sh: pins, assembled trees, go build and vet (no tests run);
 #   3. with -race, in the patched TREE: every package that holds overlay files, plus upstream's
 #      ./pkg/proxy/... and ./cmd/kube-proxy/....
 # Tests listed in conformance/known-broken.txt are skipped by name, and listed with their reason.
@@ -49,6 +51,14 @@ log "patch pipeline: broken patches and overlay conflicts fail loudly"
 
 log "config file contract of the built binaries (patched and pristine upstream)"
 "$here/check-config-compat.sh" "$bin" "$upstream_bin"
+
+for m in "$root"/patches/v*/go.mod; do
+	[ -f "$m" ] || continue
+	line=$(basename "$(dirname "$m")")
+	[ "$line" = "$(cat "$tree/.upstream-tag")" ] && continue
+	log "second upstream line $line (fast check): pins, patched tree assembles, go build/vet"
+	"$here/check-line.sh" "$line"
+done
 
 log "overlay and upstream tests on the patched tree (-race)"
 cd "$tree"
