@@ -102,6 +102,11 @@ func buildTopology() error {
 		"ip -n "+clientNS+" link set eth0 up",
 		"ip -n "+clientNS+" route add default via "+v4.nodeIP,
 		"ip -n "+clientNS+" -6 route add default via "+v6.nodeIP,
+		// The node's uplink: like a real node, it routes what is not local out of it (the client
+		// does not forward, so such packets end there). Service IPs are routable, as on a real
+		// node, so that kube-proxy's forward-hook rules (reject) see them.
+		"ip -n "+nodeNS+" route add default via "+v4.clientIP,
+		"ip -n "+nodeNS+" -6 route add default via "+v6.clientIP,
 	)
 	for _, p := range pods {
 		lines = append(lines,
@@ -109,6 +114,10 @@ func buildTopology() error {
 			"ip netns exec "+p.name+" sysctl -qw net.ipv6.conf.default.accept_dad=0",
 			fmt.Sprintf("ip -n %s link add vpod%d type veth peer name eth0 netns %s", nodeNS, p.index, p.name),
 			fmt.Sprintf("ip -n %s link set vpod%d master br0", nodeNS, p.index),
+			// As the bridge CNI plugin does for kube-proxy's hairpin traffic: with br_netfilter,
+			// a pod's packet to its own Service is DNATed while bridged, and must be allowed back
+			// out of the port it came in on.
+			fmt.Sprintf("ip -n %s link set vpod%d type bridge_slave hairpin on", nodeNS, p.index),
 			fmt.Sprintf("ip -n %s link set vpod%d up", nodeNS, p.index),
 			"ip -n "+p.name+" link set lo up",
 		)
