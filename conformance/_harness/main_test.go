@@ -90,13 +90,13 @@ func TestConformance(t *testing.T) {
 		}
 		defer stop()
 	}
-	progress("world ready: etcd %s, kube-apiserver %s (via %s)", etcdURL, api.url, api.url)
+	progress("world ready: etcd %s, kube-apiserver (forwarded) %s", etcdURL, api.url)
 
 	rep := newReport()
 	w := &world{c: api.client}
 	proxies := []proxyUnderTest{
-		{name: "upstream", bin: upstreamBin},
 		{name: "patched", bin: patchedBin, patched: true, extra: patchedSchedule},
+		{name: "upstream", bin: upstreamBin},
 	}
 	for _, p := range proxies {
 		r := &runner{w: w, p: p, kubeconfig: kubeconfig, logDir: logDir, rep: rep}

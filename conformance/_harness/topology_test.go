@@ -102,11 +102,17 @@ func buildTopology() error {
 		"ip -n "+clientNS+" link set eth0 up",
 		"ip -n "+clientNS+" route add default via "+v4.nodeIP,
 		"ip -n "+clientNS+" -6 route add default via "+v6.nodeIP,
-		// The node's uplink: like a real node, it routes what is not local out of it (the client
-		// does not forward, so such packets end there). Service IPs are routable, as on a real
-		// node, so that kube-proxy's forward-hook rules (reject) see them.
-		"ip -n "+nodeNS+" route add default via "+v4.clientIP,
-		"ip -n "+nodeNS+" -6 route add default via "+v6.clientIP,
+		// The node's uplink, a dummy link: like a real node, it routes what is not local out of
+		// it, where it is lost without an answer. Service IPs are routable, as on a real node,
+		// so that kube-proxy's forward-hook rules (reject) see them. (A default route back out
+		// of the client's link would make the node send ICMP redirects, which the client obeys.)
+		"ip -n "+nodeNS+" link add up0 type dummy",
+		"ip -n "+nodeNS+" addr add 192.168.254.1/24 dev up0",
+		"ip -n "+nodeNS+" addr add fd00:fe::1/64 dev up0 nodad",
+		"ip -n "+nodeNS+" link set up0 up",
+		"ip -n "+nodeNS+" route add default via 192.168.254.2",
+		"ip -n "+nodeNS+" -6 route add default via fd00:fe::2",
+		"ip netns exec "+nodeNS+" sysctl -qw net.ipv4.conf.all.send_redirects=0",
 	)
 	for _, p := range pods {
 		lines = append(lines,
