@@ -6,6 +6,7 @@ import "fmt"
 const (
 	nodeNS   = prefix + "node"
 	clientNS = prefix + "client"
+	uplinkNS = prefix + "uplink" // the node's default route ends here, unanswered
 	nodeName = prefix + "node"  // the Node object kube-proxy runs as
 	farNode  = prefix + "other" // a Node that exists only as endpoints' nodeName
 
@@ -102,14 +103,20 @@ func buildTopology() error {
 		"ip -n "+clientNS+" link set eth0 up",
 		"ip -n "+clientNS+" route add default via "+v4.nodeIP,
 		"ip -n "+clientNS+" -6 route add default via "+v6.nodeIP,
-		// The node's uplink, a dummy link: like a real node, it routes what is not local out of
-		// it, where it is lost without an answer. Service IPs are routable, as on a real node,
-		// so that kube-proxy's forward-hook rules (reject) see them. (A default route back out
-		// of the client's link would make the node send ICMP redirects, which the client obeys.)
-		"ip -n "+nodeNS+" link add up0 type dummy",
+		// The node's uplink, to a namespace that does not forward: like a real node, the node
+		// routes what is not local out of it, where it is lost without an answer. Service IPs
+		// are routable, as on a real node, so that kube-proxy's forward-hook rules (reject) see
+		// them. (A default route back out of the client's link would make the node send ICMP
+		// redirects, which the client obeys.)
+		"ip netns add "+uplinkNS,
+		"ip netns exec "+uplinkNS+" sysctl -qw net.ipv6.conf.default.accept_dad=0",
+		"ip -n "+nodeNS+" link add up0 type veth peer name eth0 netns "+uplinkNS,
 		"ip -n "+nodeNS+" addr add 192.168.254.1/24 dev up0",
 		"ip -n "+nodeNS+" addr add fd00:fe::1/64 dev up0 nodad",
 		"ip -n "+nodeNS+" link set up0 up",
+		"ip -n "+uplinkNS+" addr add 192.168.254.2/24 dev eth0",
+		"ip -n "+uplinkNS+" addr add fd00:fe::2/64 dev eth0 nodad",
+		"ip -n "+uplinkNS+" link set eth0 up",
 		"ip -n "+nodeNS+" route add default via 192.168.254.2",
 		"ip -n "+nodeNS+" -6 route add default via fd00:fe::2",
 		"ip netns exec "+nodeNS+" sysctl -qw net.ipv4.conf.all.send_redirects=0",
