@@ -7,8 +7,8 @@ const (
 	nodeNS   = prefix + "node"
 	clientNS = prefix + "client"
 	uplinkNS = prefix + "uplink" // the node's default route ends here, unanswered
-	nodeName = prefix + "node"  // the Node object kube-proxy runs as
-	farNode  = prefix + "other" // a Node that exists only as endpoints' nodeName
+	nodeName = prefix + "node"   // the Node object kube-proxy runs as
+	farNode  = prefix + "other"  // a Node that exists only as endpoints' nodeName
 
 	apiRootV4 = "192.168.251.1" // root side of the node's link to the API server
 	apiNodeV4 = "192.168.251.2" // node side: kube-proxy's healthz and metrics
