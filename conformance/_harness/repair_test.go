@@ -60,7 +60,7 @@ func (r *runner) repair(ctx context.Context, f family) error {
 }
 
 // deleteEndpointRules deletes every rule of Service svc's port-80 chain that sends packets to an
-// endpoint chain.
+// endpoint (to an endpoint chain, or a DNAT).
 func deleteEndpointRules(f family, svc string) error {
 	out, err := nsExec(nodeNS, "nft", "list", "table", nftFamily(f), "kube-proxy")
 	if err != nil {
@@ -79,7 +79,9 @@ func deleteEndpointRules(f family, svc string) error {
 	deleted := 0
 	for _, l := range strings.Split(out, "\n") {
 		h := handle.FindStringSubmatch(strings.TrimSpace(l))
-		if h == nil || !strings.Contains(l, "endpoint-") {
+		// Upstream's shape jumps to per-endpoint chains; the patched SetFree shape DNATs in
+		// the service chain itself.
+		if h == nil || !(strings.Contains(l, "endpoint-") || strings.Contains(l, " dnat ")) {
 			continue
 		}
 		if _, err := nsExec(nodeNS, "nft", "delete", "rule", nftFamily(f), "kube-proxy", chain, "handle", h[1]); err != nil {
