@@ -109,49 +109,62 @@ func (kp *kubeProxy) stop() {
 	kp.log.Close()
 }
 
-// fullSyncs returns how many full syncs kube-proxy has completed, over all IP families, from
-// its metrics.
-func fullSyncs() (int, error) {
+// metric returns the sum of the samples of metric name (for example a histogram's
+// "..._count") whose ip_family label is fam's, from kube-proxy's metrics.
+func metric(name string, f family) (float64, error) {
 	resp, err := http.Get(metricsURL)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	total, found := 0, false
+	label := `ip_family="IPv4"`
+	if f.v6 {
+		label = `ip_family="IPv6"`
+	}
+	total, found := 0.0, false
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "kubeproxy_sync_full_proxy_rules_duration_seconds_count") {
+		if !strings.HasPrefix(line, name+"{") || !strings.Contains(line, label) {
 			continue
 		}
-		f := strings.Fields(line)
-		n, err := strconv.ParseFloat(f[len(f)-1], 64)
+		fs := strings.Fields(line)
+		v, err := strconv.ParseFloat(fs[len(fs)-1], 64)
 		if err != nil {
 			return 0, err
 		}
-		total += int(n)
+		total += v
 		found = true
 	}
-	if !found {
-		return 0, fmt.Errorf("no kubeproxy_sync_full_proxy_rules_duration_seconds_count in metrics")
+	if err := sc.Err(); err != nil {
+		return 0, err
 	}
-	return total, sc.Err()
+	if !found {
+		return 0, fmt.Errorf("no %s{%s} in kube-proxy's metrics", name, label)
+	}
+	return total, nil
 }
 
-// waitFullSyncs waits until n more full syncs than now have completed, or timeout.
-func waitFullSyncs(ctx context.Context, n int, timeout time.Duration) error {
-	start, err := fullSyncs()
+// fullSyncs returns how many full syncs of family f kube-proxy has completed.
+func fullSyncs(f family) (int, error) {
+	n, err := metric("kubeproxy_sync_full_proxy_rules_duration_seconds_count", f)
+	return int(n), err
+}
+
+// waitFullSyncs waits until n more full syncs of family f than now have completed, or timeout.
+func waitFullSyncs(ctx context.Context, f family, n int, timeout time.Duration) error {
+	start, err := fullSyncs(f)
 	if err != nil {
 		return err
 	}
 	return poll(ctx, timeout, func() error {
-		cur, err := fullSyncs()
+		cur, err := fullSyncs(f)
 		if err != nil {
 			return err
 		}
 		if cur < start+n {
-			return fmt.Errorf("%d of %d full syncs", cur-start, n)
+			return fmt.Errorf("%d of %d %s full syncs", cur-start, n, f.name)
 		}
 		return nil
 	})

@@ -86,10 +86,33 @@ func (r *runner) runLoad(ctx context.Context, f family, counts *loadCounts) erro
 		go func() { defer wg.Done(); shortConns(t, stop, counts) }()
 		go func() { defer wg.Done(); longConns(t, stop, counts) }()
 	}
-	err = waitFullSyncs(ctx, loadFullSyncs, 120*time.Second)
+	txBefore, err := metric("kubeproxy_sync_proxy_rules_nftables_transactions_sum", f)
+	if err != nil {
+		return err
+	}
+	syncsBefore, err := metric("kubeproxy_sync_proxy_rules_nftables_transactions_count", f)
+	if err != nil {
+		return err
+	}
+	err = waitFullSyncs(ctx, f, loadFullSyncs, 120*time.Second)
 	close(stop)
 	wg.Wait()
-	return err
+	if err != nil {
+		return err
+	}
+	// Show that the full syncs were split: transactions per sync during the load.
+	txAfter, err := metric("kubeproxy_sync_proxy_rules_nftables_transactions_sum", f)
+	if err != nil {
+		return err
+	}
+	syncsAfter, err := metric("kubeproxy_sync_proxy_rules_nftables_transactions_count", f)
+	if err != nil {
+		return err
+	}
+	if syncs := syncsAfter - syncsBefore; syncs > 0 {
+		progress("load %s: %d syncs ran %.0f nftables transactions (%.1f per sync)", f.name, int(syncs), txAfter-txBefore, (txAfter-txBefore)/syncs)
+	}
+	return nil
 }
 
 // shortConns opens one connection after another to t, each answered once, until stop.

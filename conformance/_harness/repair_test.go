@@ -39,7 +39,7 @@ func (r *runner) repair(ctx context.Context, f family) error {
 		}
 		if r.p.patched {
 			// Damage right after a full sync, so that the next one is a whole period away.
-			if err := waitFullSyncs(ctx, 1, fullSyncTimeout); err != nil {
+			if err := waitFullSyncs(ctx, f, 1, fullSyncTimeout); err != nil {
 				return err
 			}
 		}

@@ -64,7 +64,7 @@ func resetTables() {
 // for upstream (whose period is an hour) a restart stands in.
 func (r *runner) fullSync(ctx context.Context, fams []family) error {
 	if r.p.patched {
-		return waitFullSyncs(ctx, 1, fullSyncTimeout)
+		return waitFullSyncs(ctx, fams[0], 1, fullSyncTimeout)
 	}
 	return r.start(ctx, fams)
 }
