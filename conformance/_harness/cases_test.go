@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -43,7 +44,15 @@ var cases = []svcCase{
 func (w *world) service(ctx context.Context, base string, fams []family, ports []svcPort, eps []endpoint, mods ...func(*v1.Service)) (*v1.Service, error) {
 	w.seq++
 	name := fmt.Sprintf("%s-%d", base, w.seq)
-	s, err := w.c.CoreV1().Services(ns).Create(ctx, newService(name, fams, ports, mods...), metav1.CreateOptions{})
+	var s *v1.Service
+	err := retryAPI(ctx, func() error {
+		var err error
+		s, err = w.c.CoreV1().Services(ns).Create(ctx, newService(name, fams, ports, mods...), metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) { // an earlier, timed-out attempt went through
+			s, err = w.c.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

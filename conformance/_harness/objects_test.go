@@ -3,6 +3,8 @@ package kpconformance
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
@@ -119,8 +121,33 @@ func newSlice(svc string, f family, ports []svcPort, eps []endpoint) *discovery.
 	return sl
 }
 
-// applySlice creates or replaces an EndpointSlice.
+// retryAPI calls fn until it succeeds, fails with an error that is not transient (a timeout
+// or an internal error of the API server or etcd), or 30s pass. The harness's own API writes
+// must not fail a kube-proxy case on a slow machine.
+func retryAPI(ctx context.Context, fn func() error) error {
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		err = fn()
+		transient := apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsInternalError(err) ||
+			apierrors.IsTooManyRequests(err) || (err != nil && strings.Contains(err.Error(), "timed out"))
+		if !transient || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// applySlice creates or replaces an EndpointSlice, retrying transient API errors.
 func applySlice(ctx context.Context, c kubernetes.Interface, sl *discovery.EndpointSlice) error {
+	return retryAPI(ctx, func() error { return applySliceOnce(ctx, c, sl.DeepCopy()) })
+}
+
+// applySliceOnce creates or replaces an EndpointSlice.
+func applySliceOnce(ctx context.Context, c kubernetes.Interface, sl *discovery.EndpointSlice) error {
 	cur, err := c.DiscoveryV1().EndpointSlices(ns).Get(ctx, sl.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = c.DiscoveryV1().EndpointSlices(ns).Create(ctx, sl, metav1.CreateOptions{})
