@@ -1,7 +1,8 @@
 # kube-proxy overlay: a patched kube-proxy built from a pinned upstream tag.
 #
 #   make build                 _output/bin/kube-proxy (the patched binary)
-#   make test                  the overlay's tests and upstream's tests on the patched tree
+#   make test                  the overlay's tests, upstream's tests on the patched tree, then
+#                              make conformance (real packets, patched and upstream side by side)
 #   make verify-reproducible   a second, isolated build must give the same sha256
 #   make build-upstream        the pristine upstream binary, for side-by-side comparisons
 #   make bench-fleet           full-sync fleet simulation (FLEET_ARGS="-nodes 5000 ...")
@@ -84,8 +85,11 @@ $(UPSTREAM_BIN): $(PRISTINE)/.upstream-tag build/build.sh
 deps-test:
 	@build/deps.sh test
 
+# The node-level conformance (build/mk/conformance.mk) runs last, so that its closing lines,
+# ending with `patched: N passed, N failed`, end the output.
 test: deps-test $(BIN) $(UPSTREAM_BIN)
 	build/test.sh $(PATCHED) $(BIN) $(UPSTREAM_BIN)
+	build/conformance.sh $(PRISTINE) $(BIN) $(UPSTREAM_BIN)
 
 # bench-fleet simulates a fleet of nodes joining together and reports how many full-sync at once,
 # driving the real schedule code (pkg/proxy/fullsync) from the patched tree.

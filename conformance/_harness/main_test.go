@@ -1,0 +1,125 @@
+package kpconformance
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Environment set by build/conformance.sh.
+const (
+	envPatched  = "KPCONF_PATCHED"  // the patched kube-proxy
+	envUpstream = "KPCONF_UPSTREAM" // the pristine upstream kube-proxy
+	envLogs     = "KPCONF_LOGS"     // the folder for every component's log; it survives failure
+	envReport   = "KPCONF_REPORT"   // the file the side-by-side report is written to
+)
+
+var (
+	runningMu sync.Mutex
+	running   *kubeProxy // the kube-proxy that an interrupt must stop
+)
+
+// setRunning records the kube-proxy that is running now (nil for none).
+func setRunning(kp *kubeProxy) {
+	runningMu.Lock()
+	running = kp
+	runningMu.Unlock()
+}
+
+// TestMain removes leftovers of an interrupted run before and after the tests, and on SIGINT or
+// SIGTERM stops kube-proxy and removes the world before exiting.
+func TestMain(m *testing.M) {
+	cleanLeftovers()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "kpconformance: %v: cleaning up\n", s)
+		runningMu.Lock()
+		running.stop()
+		runningMu.Unlock()
+		cleanLeftovers()
+		os.Exit(130)
+	}()
+	code := m.Run()
+	cleanLeftovers()
+	os.Exit(code)
+}
+
+// TestConformance builds the world, runs every case under each proxy, family and phase, the
+// repair, dual-stack and load checks, and writes the side-by-side report.
+func TestConformance(t *testing.T) {
+	patchedBin, upstreamBin, logDir := os.Getenv(envPatched), os.Getenv(envUpstream), os.Getenv(envLogs)
+	if patchedBin == "" || upstreamBin == "" || logDir == "" {
+		t.Skipf("run through build/conformance.sh (%s, %s and %s unset)", envPatched, envUpstream, envLogs)
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root: it creates network namespaces")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	work := t.TempDir()
+
+	etcdURL, stopEtcd, err := startEtcd(filepath.Join(work, "etcd"), logDir)
+	if err != nil {
+		t.Fatalf("etcd: %v", err)
+	}
+	defer stopEtcd()
+	if err := buildTopology(); err != nil {
+		t.Fatalf("topology: %v", err)
+	}
+	api, err := startAPIServer(t, etcdURL, work)
+	if err != nil {
+		t.Fatalf("kube-apiserver: %v", err)
+	}
+	defer api.teardown()
+	kubeconfig := filepath.Join(work, "kube-proxy.kubeconfig")
+	if err := writeKubeconfig(kubeconfig, api.url); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		stop, err := startEchoServers(p)
+		if err != nil {
+			t.Fatalf("echo servers in %s: %v", p.name, err)
+		}
+		defer stop()
+	}
+	progress("world ready: etcd %s, kube-apiserver (forwarded) %s", etcdURL, api.url)
+
+	rep := newReport()
+	w := &world{c: api.client}
+	proxies := []proxyUnderTest{
+		{name: "patched", bin: patchedBin, patched: true, extra: patchedSchedule},
+		{name: "upstream", bin: upstreamBin},
+	}
+	for _, p := range proxies {
+		r := &runner{w: w, p: p, kubeconfig: kubeconfig, logDir: logDir, rep: rep}
+		for _, f := range []family{v4, v6} {
+			r.variant(ctx, f)
+		}
+		r.dualStack(ctx)
+		if p.patched {
+			for _, f := range []family{v4, v6} {
+				r.load(ctx, f)
+			}
+		}
+	}
+
+	if err := rep.write(os.Getenv(envReport)); err != nil {
+		t.Error(err)
+	}
+	if !rep.ok() {
+		t.Fail()
+	}
+}
+
+// progress prints one line of progress, with the time, to stdout.
+func progress(format string, args ...any) {
+	fmt.Printf("%s %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
