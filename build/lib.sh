@@ -41,3 +41,10 @@ tag_epoch() {
 	[ -n "$t" ] || die "no commit time recorded for k8s.io/kubernetes@$2"
 	date -u -d "$t" +%s
 }
+
+# staging_version prints the staging modules' version that goes with upstream tag $1
+# (v1.37.2 -> v0.37.2), and fails for anything that is not a v1.x.y tag.
+staging_version() {
+	[[ $1 =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || die "$1 is not a v1.x.y tag"
+	echo "v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
+}

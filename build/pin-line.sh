@@ -12,8 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 [ $# -eq 1 ] || die "usage: $0 TAG (for example v1.37.2)"
 tag=$1
-[[ $tag =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || die "$tag is not a v1.x.y tag"
-staging="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
+staging=$(staging_version "$tag")
 root=$(cd "$here/.." && pwd)
 [ "$tag" != "$(pinned_tag "$root")" ] || die "$tag is the default line, pinned by the root go.mod"
 line="$root/patches/$tag"
