@@ -87,8 +87,9 @@ deps-test:
 
 # The node-level conformance (build/mk/conformance.mk) runs last, so that its closing lines,
 # ending with `patched: N passed, N failed`, end the output.
-test: deps-test $(BIN) $(UPSTREAM_BIN)
+test: deps-test $(BIN) $(UPSTREAM_BIN) $(PRISTINE)/.upstream-tag
 	build/test.sh $(PATCHED) $(BIN) $(UPSTREAM_BIN)
+	build/conformance.sh $(PRISTINE) $(BIN) $(UPSTREAM_BIN)
 
 # bench-fleet simulates a fleet of nodes joining together and reports how many full-sync at once,
 # driving the real schedule code (pkg/proxy/fullsync) from the patched tree.
