@@ -25,6 +25,7 @@ test_bin=$out/bin/kpconformance.test
 # The build tree: a hard-linked copy of PRISTINE (nothing in it is modified in place), refreshed
 # when PRISTINE was re-assembled, with the harness laid in.
 if [ ! -f "$src/.upstream-tag" ] || [ "$pristine/.upstream-tag" -nt "$src/.upstream-tag" ]; then
+	mkdir -p "$(dirname "$src")"
 	rm -rf "$src.tmp" "$src"
 	cp -al "$pristine" "$src.tmp" 2>/dev/null || { rm -rf "$src.tmp"; cp -r "$pristine" "$src.tmp"; }
 	mv "$src.tmp" "$src"

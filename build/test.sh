@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test.sh TREE BIN UPSTREAM_BIN runs the project's tests and prints a plain summary of what ran:
-#   0. UPSTREAM.md's hash and patch tables against go.sum and patches/;
+#   0. UPSTREAM.md's hash and patch tables against go.sum and patches/, and gofmt;
 #   1. the build tooling's own tests (this repo's Go module);
 #   2. the patch pipeline's failure modes, and the config-file contract of the patched BIN and
 #      the pristine UPSTREAM_BIN;
@@ -24,6 +24,10 @@ summary="$root/_output/bin/testsummary"
 
 log "UPSTREAM.md against go.sum and patches/"
 "$here/check-upstream-md.sh"
+
+log "gofmt of this repo's Go files"
+unformatted=$(cd "$root" && gofmt -l overlay conformance bench build)
+[ -z "$unformatted" ] || die "not gofmt-formatted (run gofmt -w): $unformatted"
 
 log "build tooling tests"
 (cd "$root" && go test -json ./build/... ./bench/...) | "$summary" -group tooling=github.com/

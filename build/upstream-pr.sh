@@ -7,7 +7,8 @@
 #                                    flag changes, release note (from build/upstream-pr/PR.md).
 # It then checks the series: applied to a fresh copy of the PRISTINE tree it must give exactly the
 # PATCHED tree, and upstream's tests (./pkg/proxy/... ./cmd/kube-proxy/...) must pass on that
-# copy (UPSTREAM_PR_TESTS=0 skips the tests). Every patch and overlay file must belong to exactly
+# copy (UPSTREAM_PR_TESTS=0 skips the tests). UPSTREAM_PR_EACH=1 also compiles every commit on
+# its own. Every patch and overlay file must belong to exactly
 # one feature, so the series cannot silently drop work.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -86,6 +87,23 @@ while IFS='|' read -r slug subject nums paths; do
 	log "  $slug: $(git diff --shortstat HEAD~1)"
 done < <(grep -v '^\s*\(#\|$\)' "$features")
 git format-patch -q --no-signature --zero-commit --full-index -o "$out/series" "$tag..upstream-pr"
+
+# With UPSTREAM_PR_EACH=1, each commit must build on its own, tests included, so that the series
+# bisects: compile (and vet) kube-proxy and the proxy packages' tests at every commit, running
+# none of them. Off by default: the overlay holds each file's final state, so a commit can use a
+# later feature's types (drift-only full sync hashes in the generation stage's recorder).
+if [ "${UPSTREAM_PR_EACH:-0}" != 0 ]; then
+	for c in $(git rev-list --reverse "$tag..upstream-pr"); do
+		git checkout -q "$c"
+		log "checking: commit $(git log -1 --format=%s "$c" | sed 's/^UPSTREAM: [0-9]*: //') builds with its tests"
+		go build -o /dev/null ./cmd/kube-proxy >"$out/each.log" 2>&1 &&
+			go test -count=1 -run '^$' ./pkg/proxy/... ./cmd/kube-proxy/... >>"$out/each.log" 2>&1 || {
+			grep -vE '^(ok|\?) ' "$out/each.log" | head -30 >&2
+			die "commit $c of the series does not build with its tests ($out/each.log)"
+		}
+	done
+	git checkout -q upstream-pr
+fi
 
 log "checking: the series on a fresh pristine tree gives the patched tree"
 cp -r "$pristine" "$out/check"

@@ -72,6 +72,12 @@ func usableEndpoints(endpoints []proxy.Endpoint) int {
 	return n
 }
 
+// objectAdder is what the rule-shape writers add their rules to: a sync's transaction, or one
+// service port's recorder in the generation stage.
+type objectAdder interface {
+	Add(obj knftables.Object)
+}
+
 // pick returns rule text that picks rule i of n with conditional probability 1/(n-i), in
 // front of then: the last rule, which always picks, is then alone. The text is what
 // knftables.Concat would build, written in one allocation: syncs write one such rule per
@@ -85,7 +91,7 @@ func pick(i, n int, then string) string {
 
 // writeSetFreeEndpointDNATs writes svcChain's load-balancing rules, DNATing to one of endpoints
 // with equal probability, without sets. It writes nothing when no endpoint is usable.
-func (proxier *Proxier) writeSetFreeEndpointDNATs(tx *servicePortRecorder, svcInfo *servicePortInfo, svcChain string, endpoints []proxy.Endpoint) {
+func (proxier *Proxier) writeSetFreeEndpointDNATs(tx objectAdder, svcInfo *servicePortInfo, svcChain string, endpoints []proxy.Endpoint) {
 	dnat := "meta l4proto " + strings.ToLower(string(svcInfo.Protocol())) + " dnat to "
 	n, i := usableEndpoints(endpoints), 0
 	for _, ep := range endpoints {
@@ -102,7 +108,7 @@ func (proxier *Proxier) writeSetFreeEndpointDNATs(tx *servicePortRecorder, svcIn
 // for each endpoint, a jump to its chain when the client is in its affinity set; then, for a
 // client without affinity, a jump to one of the endpoint chains with equal probability, without
 // sets.
-func (proxier *Proxier) writeSetFreeEndpointJumps(tx *servicePortRecorder, svcChain string, endpoints []proxy.Endpoint) {
+func (proxier *Proxier) writeSetFreeEndpointJumps(tx objectAdder, svcChain string, endpoints []proxy.Endpoint) {
 	saddr := "ip saddr @"
 	if proxier.ipFamily == v1.IPv6Protocol {
 		saddr = "ip6 saddr @"

@@ -459,7 +459,7 @@ func (st *servicePortStage) cleanupChanged(tx *knftables.Transaction) {
 		if _, stillStale := proxier.staleChains[chain]; stillStale && !st.state.chains.Has(chain) && !slices.Contains(dropped, chain) {
 			tx.Flush(&knftables.Chain{Name: chain})
 			proxier.staleChains[chain] = st.start
-			}
+		}
 	}
 	for _, set := range droppedSets {
 		tx.Delete(&knftables.Set{Name: set})
