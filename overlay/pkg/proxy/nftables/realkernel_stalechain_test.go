@@ -32,61 +32,84 @@ import (
 // The proxier flushes a stale service chain at once and deletes it only in a later sync, because
 // with kernels before 6.2 a chain that a just-deleted verdict-map element pointed to stays
 // referenced for a short while (see the stale-chain comment in proxier.go). This test shows what
-// the running kernel does, with nft alone: it deletes a map element that jumps to a chain, then
-// at once tries to delete the chain, and then retries until the chain can go. On 6.2 and later
-// the immediate deletion must succeed; on older kernels the result is logged (it is a race
-// against the kernel), and the chain must be deletable within the proxier's grace period's order
-// of magnitude (10s here, for emulated machines).
+// the running kernel does, with nft alone: it deletes a map element that jumps to a chain and the
+// chain, in the same transaction or in the next one, and then retries the chain's deletion until
+// it can go. On 6.2 and later both immediate deletions must succeed; on older kernels the result
+// is logged (the next-transaction case is a race against the kernel), and the chain must be
+// deletable within 10s (the proxier waits 1s; emulated machines are slow).
 func TestRealKernelStaleChainDeletion(t *testing.T) {
-	_, run, netns := realNFTNetns(t, knftables.IPv4Family)
 	kernel, err := utilkernel.GetVersion()
 	if err != nil {
 		t.Fatal(err)
 	}
-	setup := filepath.Join(t.TempDir(), "setup.nft")
-	if err := os.WriteFile(setup, []byte(strings.Join([]string{
-		"add table ip kpo-probe",
-		"add chain ip kpo-probe target",
-		"add rule ip kpo-probe target counter",
-		"add map ip kpo-probe m { type ipv4_addr : verdict ; }",
-		"add chain ip kpo-probe entry { type filter hook prerouting priority 0 ; }",
-		"add rule ip kpo-probe entry ip daddr vmap @m",
-		"add element ip kpo-probe m { 10.0.0.1 : goto target }",
-	}, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run("-f", setup)
-	run("delete", "element", "ip", "kpo-probe", "m", "{", "10.0.0.1", "}")
-
-	deleteChain := func() error {
-		ipPath, _ := exec.LookPath("ip")
-		nftPath, _ := exec.LookPath("nft")
-		out, err := exec.Command(ipPath, "netns", "exec", netns, nftPath, "delete", "chain", "ip", "kpo-probe", "target").CombinedOutput()
-		if err != nil {
-			return &nftError{err: err, out: strings.TrimSpace(string(out))}
+	for _, sameTx := range []bool{true, false} {
+		name := "next transaction"
+		if sameTx {
+			name = "same transaction"
 		}
-		return nil
-	}
-	immediate := deleteChain()
-	t.Logf("kernel %s: deleting the chain right after its map element: %v", kernel, errOrOK(immediate))
-	if immediate == nil {
-		return
-	}
-	if !kernel.LessThan(version.MustParseGeneric("6.2")) {
-		t.Fatalf("kernel %s (6.2 or later) refused to delete an unreferenced chain: %v", kernel, immediate)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	tries := 1
-	for {
-		err := deleteChain()
-		tries++
-		if err == nil {
-			t.Logf("kernel %s: the chain could be deleted after %d tries", kernel, tries)
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kernel %s: the unreferenced chain still cannot be deleted after %d tries: %v", kernel, tries, err)
-		}
+		t.Run(name, func(t *testing.T) {
+			_, run, netns := realNFTNetns(t, knftables.IPv4Family)
+			setup := filepath.Join(t.TempDir(), "setup.nft")
+			if err := os.WriteFile(setup, []byte(strings.Join([]string{
+				"add table ip kpo-probe",
+				"add chain ip kpo-probe target",
+				"add rule ip kpo-probe target counter",
+				"add map ip kpo-probe m { type ipv4_addr : verdict ; }",
+				"add chain ip kpo-probe entry { type filter hook prerouting priority 0 ; }",
+				"add rule ip kpo-probe entry ip daddr vmap @m",
+				"add element ip kpo-probe m { 10.0.0.1 : goto target }",
+			}, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			run("-f", setup)
+			ipPath, _ := exec.LookPath("ip")
+			nftPath, _ := exec.LookPath("nft")
+			nft := func(cmds ...string) error {
+				file := filepath.Join(t.TempDir(), "tx.nft")
+				if err := os.WriteFile(file, []byte(strings.Join(cmds, "\n")+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				out, err := exec.Command(ipPath, "netns", "exec", netns, nftPath, "-f", file).CombinedOutput()
+				if err != nil {
+					return &nftError{err: err, out: strings.TrimSpace(string(out))}
+				}
+				return nil
+			}
+			const delElement, delChain = "delete element ip kpo-probe m { 10.0.0.1 }", "delete chain ip kpo-probe target"
+			var immediate error
+			if sameTx {
+				immediate = nft(delElement, delChain)
+				if immediate != nil {
+					// The transaction failed as a whole: delete the element alone.
+					if err := nft(delElement); err != nil {
+						t.Fatal(err)
+					}
+				}
+			} else {
+				if err := nft(delElement); err != nil {
+					t.Fatal(err)
+				}
+				immediate = nft(delChain)
+			}
+			t.Logf("kernel %s: deleting the chain with its map element, %s: %s", kernel, name, errOrOK(immediate))
+			if immediate == nil {
+				return
+			}
+			if !kernel.LessThan(version.MustParseGeneric("6.2")) {
+				t.Fatalf("kernel %s (6.2 or later) refused to delete an unreferenced chain: %v", kernel, immediate)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for tries := 1; ; tries++ {
+				err := nft(delChain)
+				if err == nil {
+					t.Logf("kernel %s: the chain could be deleted on retry %d", kernel, tries)
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("kernel %s: the unreferenced chain still cannot be deleted after %d retries: %v", kernel, tries, err)
+				}
+			}
+		})
 	}
 }
 
