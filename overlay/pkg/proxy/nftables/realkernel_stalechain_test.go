@@ -32,7 +32,8 @@ import (
 // The proxier flushes a stale service chain at once and deletes it only in a later sync, because
 // with kernels before 6.2 a chain that a just-deleted verdict-map element pointed to stays
 // referenced for a short while (see the stale-chain comment in proxier.go). This test shows what
-// the running kernel does, with nft alone: it deletes a map element that jumps to a chain and the
+// the running kernel does, with nft alone and a map of service-ips' type (address . protocol .
+// port, a concatenation): it deletes a map element that jumps to a chain and the
 // chain, in the same transaction or in the next one, and then retries the chain's deletion until
 // it can go. On 6.2 and later both immediate deletions must succeed; on older kernels the result
 // is logged (the next-transaction case is a race against the kernel), and the chain must be
@@ -54,10 +55,10 @@ func TestRealKernelStaleChainDeletion(t *testing.T) {
 				"add table ip kpo-probe",
 				"add chain ip kpo-probe target",
 				"add rule ip kpo-probe target counter",
-				"add map ip kpo-probe m { type ipv4_addr : verdict ; }",
+				"add map ip kpo-probe m { type ipv4_addr . inet_proto . inet_service : verdict ; }",
 				"add chain ip kpo-probe entry { type filter hook prerouting priority 0 ; }",
-				"add rule ip kpo-probe entry ip daddr vmap @m",
-				"add element ip kpo-probe m { 10.0.0.1 : goto target }",
+				"add rule ip kpo-probe entry ip daddr . meta l4proto . th dport vmap @m",
+				"add element ip kpo-probe m { 10.0.0.1 . tcp . 80 : goto target }",
 			}, "\n")+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +76,7 @@ func TestRealKernelStaleChainDeletion(t *testing.T) {
 				}
 				return nil
 			}
-			const delElement, delChain = "delete element ip kpo-probe m { 10.0.0.1 }", "delete chain ip kpo-probe target"
+			const delElement, delChain = "delete element ip kpo-probe m { 10.0.0.1 . tcp . 80 }", "delete chain ip kpo-probe target"
 			var immediate error
 			if sameTx {
 				immediate = nft(delElement, delChain)
