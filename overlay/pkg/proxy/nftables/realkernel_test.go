@@ -39,6 +39,14 @@ import (
 // network namespace, and a function that runs nft in that namespace and returns its output.
 func realNFT(t *testing.T, family knftables.Family) (knftables.Interface, func(args ...string) string) {
 	t.Helper()
+	nft, run, _ := realNFTNetns(t, family)
+	return nft, run
+}
+
+// realNFTNetns is realNFT that also returns the name of the network namespace (under
+// /var/run/netns), for tests that wire it to other namespaces.
+func realNFTNetns(t *testing.T, family knftables.Family) (knftables.Interface, func(args ...string) string, string) {
+	t.Helper()
 	required := os.Getenv("KUBE_PROXY_OVERLAY_REAL_KERNEL") == "required"
 	skip := func(why string) {
 		if required {
@@ -86,7 +94,7 @@ func realNFT(t *testing.T, family knftables.Family) (knftables.Interface, func(a
 		}
 		return string(out)
 	}
-	return nft, run
+	return nft, run, netns
 }
 
 var listedRuleRegexp = regexp.MustCompile(`^\s+(.*?)\s*$`)
