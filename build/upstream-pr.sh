@@ -131,7 +131,7 @@ fi
 	echo "## Commits"
 	echo
 	for p in $series; do
-		echo "- \`$p\`: $(sed -n 's/^Subject: \[PATCH[^]]*\] //p' "$out/series/$p" | head -1)"
+		echo "- \`$p\`: $(awk '/^Subject: / {s = $0; while ((getline l) > 0 && l ~ /^ /) s = s l; print s; exit}' "$out/series/$p" | sed 's/^Subject: \[PATCH[^]]*\] //')"
 	done
 	echo
 	echo "Checked by \`make upstream-pr\`: the series applies to pristine $tag and rebuilds the patched tree exactly; $tests."
