@@ -91,12 +91,7 @@ func newPacketTopology(t *testing.T, node string) *packetTopology {
 	suffix := strings.TrimPrefix(node, "kpo-test-")
 	top := &packetTopology{ipPath: ipPath, node: node, client: "kpo-cl-" + suffix, backend: "kpo-be-" + suffix}
 	for _, ns := range []string{top.client, top.backend} {
-		top.ip(t, "netns", "add", ns)
-		t.Cleanup(func() {
-			if out, err := exec.Command(ipPath, "netns", "del", ns).CombinedOutput(); err != nil {
-				t.Errorf("ip netns del %s: %v: %s", ns, err, out)
-			}
-		})
+		addTestNetns(t, ipPath, ns)
 	}
 	// No duplicate address detection, so that IPv6 addresses are usable at once.
 	for _, ns := range []string{top.node, top.client, top.backend} {

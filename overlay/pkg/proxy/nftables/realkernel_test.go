@@ -35,6 +35,19 @@ import (
 // KUBE_PROXY_OVERLAY_REAL_KERNEL=required (as in `make test`), which makes a missing
 // prerequisite a failure instead.
 
+// addTestNetns creates the network namespace name, and removes it when the test ends.
+func addTestNetns(t *testing.T, ipPath, name string) {
+	t.Helper()
+	if out, err := exec.Command(ipPath, "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command(ipPath, "netns", "del", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		}
+	})
+}
+
 // realNFT returns a knftables.Interface for kube-proxy's table whose nft runs inside a new
 // network namespace, and a function that runs nft in that namespace and returns its output.
 func realNFT(t *testing.T, family knftables.Family) (knftables.Interface, func(args ...string) string) {
@@ -66,14 +79,7 @@ func realNFTNetns(t *testing.T, family knftables.Family) (knftables.Interface, f
 		skip("needs nft (nftables)")
 	}
 	netns := fmt.Sprintf("kpo-test-%d-%d", os.Getpid(), time.Now().UnixNano()%1000000)
-	if out, err := exec.Command(ipPath, "netns", "add", netns).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(ipPath, "netns", "del", netns).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", netns, err, out)
-		}
-	})
+	addTestNetns(t, ipPath, netns)
 	// knftables runs the nft it finds on PATH: put one there that runs the real one inside
 	// the namespace.
 	dir := t.TempDir()
