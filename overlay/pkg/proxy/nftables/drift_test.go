@@ -125,8 +125,17 @@ func TestDriftOnlyFullSync(t *testing.T) {
 	fp.rewriteAllOnFullSync = true
 	n = len(rec.texts)
 	periodicFullSync(t, fp)
-	if written := rec.writtenServiceChains(n); len(written) != 2*splitTestServices {
-		t.Errorf("with --full-sync-rewrite-all, a periodic full sync re-wrote %d service-port chains, want %d", len(written), 2*splitTestServices)
+	// Each service port has its service chain; those with affinity also have one chain per
+	// endpoint (two).
+	wantChains := 0
+	for i := 1; i <= splitTestServices; i++ {
+		wantChains += 2
+		if splitTestService(i).Spec.SessionAffinity == v1.ServiceAffinityClientIP {
+			wantChains += 2 * 2
+		}
+	}
+	if written := rec.writtenServiceChains(n); len(written) != wantChains {
+		t.Errorf("with --full-sync-rewrite-all, a periodic full sync re-wrote %d service-port chains, want %d", len(written), wantChains)
 	}
 }
 

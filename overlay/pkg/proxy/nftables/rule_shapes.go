@@ -20,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/kubernetes/pkg/proxy"
 	"sigs.k8s.io/knftables"
 )
@@ -105,18 +104,15 @@ func (proxier *Proxier) writeSetFreeEndpointDNATs(tx objectAdder, svcInfo *servi
 }
 
 // writeSetFreeEndpointJumps writes svcChain's rules for a service with session affinity: first,
-// for each endpoint, a jump to its chain when the client is in its affinity set; then, for a
+// for each endpoint, a jump to its chain when the client has affinity for it (affinityMatchRule);
+// then, for a
 // client without affinity, a jump to one of the endpoint chains with equal probability, without
 // sets.
 func (proxier *Proxier) writeSetFreeEndpointJumps(tx objectAdder, svcChain string, endpoints []proxy.Endpoint) {
-	saddr := "ip saddr @"
-	if proxier.ipFamily == v1.IPv6Protocol {
-		saddr = "ip6 saddr @"
-	}
 	n := usableEndpoints(endpoints)
 	for _, ep := range endpoints {
 		if epInfo, ok := ep.(*endpointInfo); ok {
-			tx.Add(&knftables.Rule{Chain: svcChain, Rule: saddr + epInfo.affinitySetName + " goto " + epInfo.chainName})
+			tx.Add(&knftables.Rule{Chain: svcChain, Rule: proxier.affinityMatchRule(epInfo)})
 		}
 	}
 	i := 0

@@ -80,6 +80,8 @@ type servicePortRecorder struct {
 	elems        []elemEntry
 	chains       []string
 	affinitySets []string
+	// sharedAffinity is set when the port's rules use the shared affinity set.
+	sharedAffinity bool
 	// endpoints counts the service port's endpoints, for the sync's log line.
 	endpoints int
 	// noLocalInternal and noLocalExternal report a Local traffic policy without local
@@ -119,9 +121,12 @@ func (r *servicePortRecorder) ensureElem(storage *nftElementStorage, elem *knfta
 	r.elems = append(r.elems, elemEntry{storage: storage, key: joinNFTSlice(elem.Key), value: joinNFTSlice(elem.Value)})
 }
 
-// keepAffinitySet notes that the service port keeps the affinity set name alive.
+// keepAffinitySet notes that the service port keeps alive the affinity of the endpoint whose
+// upstream affinity set is name: that set, or its elements of the shared set (see
+// affinity_shape.go).
 func (r *servicePortRecorder) keepAffinitySet(name string) {
-	r.affinitySets = append(r.affinitySets, name)
+	r.affinitySets = append(r.affinitySets, r.proxier.affinityStateName(name))
+	r.sharedAffinity = r.proxier != nil && r.proxier.sharedAffinity()
 }
 
 // dropIntactChains leaves the service port's chains alone when the kernel holds them exactly
@@ -170,8 +175,12 @@ type servicePortStage struct {
 	// unchanged[i] is set when ports[i] keeps exactly the objects it had; known[i] when it
 	// had any (the workers look that up, so that the merge need not).
 	unchanged, known []bool
-	// existingChains and existingAffinitySets (walkAll) are the ones listed in the table.
+	// existingChains and existingAffinitySets (walkAll) are the ones listed in the table;
+	// clientAffinityListed is set when the listing holds the shared affinity set.
 	existingChains, existingAffinitySets sets.Set[string]
+	clientAffinityListed                 bool
+	// clientAffinityAdded is set once the sync has added the shared affinity set.
+	clientAffinityAdded bool
 
 	// endpoints, noLocalInternal and noLocalExternal are the whole table's totals after
 	// this sync, for its log line and metrics.
@@ -285,6 +294,7 @@ func (st *servicePortStage) listExisting() {
 			if isAffinitySetName(set) {
 				st.existingAffinitySets.Insert(set)
 			}
+			st.clientAffinityListed = st.clientAffinityListed || set == clientAffinitySet
 		}
 		return
 	}
@@ -298,6 +308,7 @@ func (st *servicePortStage) listExisting() {
 		if isAffinitySetName(set) {
 			st.existingAffinitySets.Insert(set)
 		}
+		st.clientAffinityListed = st.clientAffinityListed || set == clientAffinitySet
 	}
 }
 
@@ -347,6 +358,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	}, func(i int) {
 		rec := st.results[i]
 		tx = splitter.cut(tx)
+		st.ensureClientAffinity(tx, rec)
 		for _, e := range rec.entries {
 			switch e.verb {
 			case stageAdd:
@@ -428,11 +440,7 @@ func (st *servicePortStage) cleanupAll(tx *knftables.Transaction) {
 		tx.Flush(&knftables.Chain{Name: chain})
 		proxier.staleChains[chain] = st.start
 	}
-	for _, set := range sets.List(st.existingAffinitySets) {
-		if !st.state.affinitySets.Has(set) {
-			tx.Delete(&knftables.Set{Name: set})
-		}
-	}
+	st.cleanupAllAffinity(tx)
 	for _, storage := range proxier.elementStorages() {
 		storage.cleanupLeftoverKeys(tx)
 	}
@@ -461,9 +469,7 @@ func (st *servicePortStage) cleanupChanged(tx *knftables.Transaction) {
 			proxier.staleChains[chain] = st.start
 		}
 	}
-	for _, set := range droppedSets {
-		tx.Delete(&knftables.Set{Name: set})
-	}
+	st.dropAffinity(tx, droppedSets)
 	for _, c := range released {
 		st.state.release(tx, c.elementKey, c.port)
 	}

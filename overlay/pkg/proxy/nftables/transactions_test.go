@@ -56,13 +56,17 @@ func (r *recordingNFT) ListAll(ctx context.Context) (map[string][]string, error)
 const splitTestServices = 30
 
 // splitTestService is the i-th Service of the split-test cluster: ClusterIP 172.30.1.<i>, with
-// a TCP port 80 ("a") and a UDP port 53 ("b").
+// a TCP port 80 ("a") and a UDP port 53 ("b"); every seventh has session affinity.
 func splitTestService(i int) *v1.Service {
 	return makeTestService("ns", fmt.Sprintf("svc%d", i), func(svc *v1.Service) {
 		svc.Spec.ClusterIP = fmt.Sprintf("172.30.1.%d", i)
 		svc.Spec.Ports = []v1.ServicePort{
 			{Name: "a", Port: 80, Protocol: v1.ProtocolTCP},
 			{Name: "b", Port: 53, Protocol: v1.ProtocolUDP},
+		}
+		if i%7 == 0 {
+			svc.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+			svc.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](600)}}
 		}
 	})
 }

@@ -48,7 +48,7 @@ type KubeProxyRuleSyncConfiguration struct {
 
 const (
 	// RuleShapesSetFree makes the nftables proxier balance load with one rule per endpoint
-	// and no per-rule sets.
+	// and no per-rule sets, and keep session affinity in one shared set.
 	RuleShapesSetFree = "SetFree"
 	// RuleShapesUpstream makes the nftables proxier write upstream's per-rule numgen maps.
 	RuleShapesUpstream = "Upstream"

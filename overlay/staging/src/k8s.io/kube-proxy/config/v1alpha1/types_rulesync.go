@@ -45,8 +45,9 @@ type KubeProxyRuleSyncConfiguration struct {
 	SyncSplay metav1.Duration `json:"syncSplay,omitempty"`
 	// nftablesRuleShapes selects how the nftables proxier writes its load-balancing rules:
 	// "SetFree" (also when empty, the default) writes one rule per endpoint, each picking with the right
-	// conditional probability, so no rule creates a set and the kernel's cost per Service
-	// stays flat; "Upstream" writes upstream's per-rule anonymous numgen maps.
+	// conditional probability, and keeps all session affinity in one set, so no rule creates
+	// a set and the kernel's cost per Service stays flat; "Upstream" writes upstream's per-rule
+	// anonymous numgen maps and per-endpoint affinity sets.
 	// +optional
 	NFTablesRuleShapes string `json:"nftablesRuleShapes,omitempty"`
 	// maxSyncTransactionSize is the largest number of operations that the nftables proxier

@@ -1,0 +1,297 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nftables
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/knftables"
+)
+
+// One shared session-affinity set.
+//
+// Upstream remembers session affinity in one named set per endpoint ("affinity-<endpoint
+// chain>", client addresses with the Service's timeout). Adding a named set, or a rule that
+// names one, makes the kernel scan every set in the table, so a table with N such endpoints
+// costs the kernel O(N^2) to write, and a transaction that creates many of them holds the
+// commit mutex for seconds.
+//
+// Here every endpoint's affinity lives in the one set clientAffinitySet, keyed by the client
+// address and the endpoint's 62-bit affinity ID (affinityIDs: a hash of upstream's set name,
+// which names the service port and the endpoint), with the Service's timeout on each element:
+//
+//	service chain:  ip saddr . numgen random mod 1 offset A . numgen random mod 1 offset B @client-affinity goto endpoint-...
+//	endpoint chain: update @client-affinity { ip saddr . numgen random mod 1 offset A . numgen random mod 1 offset B timeout 3h }
+//
+// "numgen random mod 1 offset K" always evaluates to K: nft 1.0 refuses a literal in a lookup
+// key's concatenation, but takes this expression, and lists it back in the same form. The set
+// is added once per sync, in the first transaction that writes a rule using it
+// (ensureClientAffinity), so the kernel's cost per Service stays flat, and a table without
+// affinity has no such set.
+//
+// Semantics stay upstream's: a client is sent to the endpoint it used within the timeout,
+// whichever service IP or port it came in on, and an endpoint that goes away takes its clients'
+// affinity with it: the sync that removes it also deletes its elements (pruneClientAffinity),
+// as upstream deletes the endpoint's set. --nftables-rule-shapes=Upstream keeps upstream's
+// per-endpoint sets (and deletes the shared one).
+
+const (
+	// clientAffinitySet is the shared session-affinity set. Its name does not start with
+	// upstream's "affinity-", so that upstream's clean-up of affinity sets leaves it alone.
+	clientAffinitySet = "client-affinity"
+	// clientAffinitySetSize caps the set's elements: clients times the endpoints they stick
+	// to, over the whole node. When it is full, new affinity is not recorded (connections
+	// are still balanced), as with upstream's per-endpoint sets of 65535.
+	clientAffinitySetSize = 1 << 20
+	// sharedAffinityState prefixes the affinity names that service ports keep alive in the
+	// shared shape, so that they never match a set name listed from the kernel.
+	sharedAffinityState = "client-affinity:"
+)
+
+// sharedAffinity reports whether session affinity uses the shared set: unless
+// --nftables-rule-shapes=Upstream asks for upstream's per-endpoint sets.
+func (proxier *Proxier) sharedAffinity() bool {
+	return !proxier.upstreamRuleShapes
+}
+
+// affinityIDs returns the two 31-bit halves of the affinity ID of the endpoint whose upstream
+// affinity set is setName (FNV-1a, 62 bits of it).
+func affinityIDs(setName string) (uint32, uint32) {
+	h := uint64(fnvOffset64)
+	for i := 0; i < len(setName); i++ {
+		h ^= uint64(setName[i])
+		h *= fnvPrime64
+	}
+	return uint32(h>>33) & 0x7fffffff, uint32(h) & 0x7fffffff
+}
+
+// numgenConst returns an expression that evaluates to v, in the form nft lists it.
+func numgenConst(v uint32) string {
+	if v == 0 {
+		return "numgen random mod 1"
+	}
+	return "numgen random mod 1 offset " + strconv.FormatUint(uint64(v), 10)
+}
+
+// affinityKey returns the shared set's key expression for the endpoint whose upstream affinity
+// set is setName: the client address and the endpoint's affinity ID.
+func (proxier *Proxier) affinityKey(setName string) string {
+	a, b := affinityIDs(setName)
+	saddr := "ip saddr . "
+	if proxier.ipFamily == v1.IPv6Protocol {
+		saddr = "ip6 saddr . "
+	}
+	return saddr + numgenConst(a) + " . " + numgenConst(b)
+}
+
+// affinityMatchRule returns the service chain's rule that sends a client with affinity for
+// epInfo to its endpoint chain.
+func (proxier *Proxier) affinityMatchRule(epInfo *endpointInfo) string {
+	if !proxier.sharedAffinity() {
+		saddr := "ip saddr @"
+		if proxier.ipFamily == v1.IPv6Protocol {
+			saddr = "ip6 saddr @"
+		}
+		return saddr + epInfo.affinitySetName + " goto " + epInfo.chainName
+	}
+	return proxier.affinityKey(epInfo.affinitySetName) + " @" + clientAffinitySet + " goto " + epInfo.chainName
+}
+
+// affinityUpdateRule returns the endpoint chain's rule that records (or refreshes) the client's
+// affinity for epInfo, for the timeout of svcInfo.
+func (proxier *Proxier) affinityUpdateRule(svcInfo *servicePortInfo, epInfo *endpointInfo) string {
+	if !proxier.sharedAffinity() {
+		saddr := "ip saddr"
+		if proxier.ipFamily == v1.IPv6Protocol {
+			saddr = "ip6 saddr"
+		}
+		return "update @" + epInfo.affinitySetName + " { " + saddr + " }"
+	}
+	return "update @" + clientAffinitySet + " { " + proxier.affinityKey(epInfo.affinitySetName) +
+		" timeout " + nftTimeout(svcInfo.StickyMaxAgeSeconds()) + " }"
+}
+
+// nftTimeout returns a timeout of seconds in the form nft lists it ("3h", "1d1h1m1s"), so that
+// drift checks find the rule unchanged. Kubernetes validates affinity timeouts to 1..86400 s.
+func nftTimeout(seconds int) string {
+	if seconds <= 0 {
+		return "0s"
+	}
+	var b strings.Builder
+	for _, u := range []struct {
+		secs int
+		unit string
+	}{{86400, "d"}, {3600, "h"}, {60, "m"}, {1, "s"}} {
+		if n := seconds / u.secs; n > 0 {
+			b.WriteString(strconv.Itoa(n))
+			b.WriteString(u.unit)
+			seconds -= n * u.secs
+		}
+	}
+	return b.String()
+}
+
+// clientAffinitySetObject returns the shared affinity set of the proxier's family.
+func (proxier *Proxier) clientAffinitySetObject() *knftables.Set {
+	saddr := "ip saddr"
+	if proxier.ipFamily == v1.IPv6Protocol {
+		saddr = "ip6 saddr"
+	}
+	return &knftables.Set{
+		Name:   clientAffinitySet,
+		TypeOf: saddr + " . numgen random mod 2147483648 . numgen random mod 2147483648",
+		// "dynamic": the packet path adds elements. Elements carry their own timeouts.
+		Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag},
+		Size:  ptr.To[uint64](clientAffinitySetSize),
+	}
+}
+
+// ensureClientAffinity adds the shared affinity set to tx, in front of the operations of rec,
+// if rec writes rules that use it and this sync has not added the set yet. Adding a set that
+// exists with the same definition changes nothing. The transaction that adds it runs before,
+// or is, the one with the rules; a sync stops at its first failed transaction.
+func (st *servicePortStage) ensureClientAffinity(tx *knftables.Transaction, rec *servicePortRecorder) {
+	if st.clientAffinityAdded || !rec.sharedAffinity {
+		return
+	}
+	for _, e := range rec.entries {
+		if _, ok := e.obj.(*knftables.Rule); ok {
+			tx.Add(st.proxier.clientAffinitySetObject())
+			st.clientAffinityAdded = true
+			return
+		}
+	}
+}
+
+// affinityStateName returns the name under which a service port keeps the affinity of the
+// endpoint whose upstream set is setName alive: the set's own name with upstream's per-endpoint
+// sets, a name that no kernel set has with the shared set.
+func (proxier *Proxier) affinityStateName(setName string) string {
+	if proxier == nil || !proxier.sharedAffinity() {
+		return setName
+	}
+	return sharedAffinityState + setName
+}
+
+// sharedAffinityIDs returns the affinity IDs behind a name from affinityStateName, and whether
+// it names shared-set affinity.
+func sharedAffinityIDs(stateName string) (affinityID, bool) {
+	setName, ok := strings.CutPrefix(stateName, sharedAffinityState)
+	if !ok {
+		return affinityID{}, false
+	}
+	a, b := affinityIDs(setName)
+	return affinityID{a, b}, true
+}
+
+// affinityID is an endpoint's affinity ID, as the shared set's key holds it.
+type affinityID struct{ a, b uint32 }
+
+// elementAffinityID returns the affinity ID in a listed element of the shared set, whose key
+// is the client address and the two halves of the ID.
+func elementAffinityID(elem *knftables.Element) (affinityID, bool) {
+	if len(elem.Key) != 3 {
+		return affinityID{}, false
+	}
+	a, errA := strconv.ParseUint(elem.Key[1], 10, 32)
+	b, errB := strconv.ParseUint(elem.Key[2], 10, 32)
+	if errA != nil || errB != nil {
+		return affinityID{}, false
+	}
+	return affinityID{uint32(a), uint32(b)}, true
+}
+
+// pruneClientAffinity adds to tx the deletion of every element of the shared affinity set
+// whose affinity ID stale reports stale, so that an endpoint that went away takes its clients'
+// affinity with it. It lists the set (a read: no commit lock). Each element is added before it
+// is deleted, in the same transaction: an element that times out between the listing and the
+// commit is then deleted all the same, rather than failing the transaction. If listing fails,
+// it logs and deletes nothing; the next full sync prunes again.
+func (proxier *Proxier) pruneClientAffinity(tx *knftables.Transaction, stale func(affinityID) bool) {
+	elems, err := proxier.nftables.ListElements(context.TODO(), "set", clientAffinitySet)
+	if err != nil {
+		if !knftables.IsNotFound(err) {
+			proxier.logger.Error(err, "Cannot list the session-affinity set; affinity of removed endpoints stays until it times out or the next full sync")
+		}
+		return
+	}
+	pruned := 0
+	for _, elem := range elems {
+		id, ok := elementAffinityID(elem)
+		if !ok || !stale(id) {
+			continue
+		}
+		el := &knftables.Element{Set: clientAffinitySet, Key: elem.Key}
+		tx.Add(el)
+		tx.Delete(el)
+		pruned++
+	}
+	if pruned > 0 {
+		proxier.logger.V(2).Info("Deleting the session affinity of removed endpoints", "elements", pruned)
+	}
+}
+
+// cleanupAllAffinity is the affinity part of a walkAll sync's clean-up, after the stale chains
+// are flushed: it deletes the per-endpoint sets that no service port keeps (with the shared set,
+// all of them: they are upstream's, left by an upgrade), and then either prunes the shared set
+// of the endpoints that no service port keeps, or, with upstream's shapes, deletes it; either
+// only if the listing found it (a set this sync adds is empty).
+func (st *servicePortStage) cleanupAllAffinity(tx *knftables.Transaction) {
+	for _, set := range sets.List(st.existingAffinitySets) {
+		if !st.state.affinitySets.Has(set) {
+			tx.Delete(&knftables.Set{Name: set})
+		}
+	}
+	proxier := st.proxier
+	if !proxier.sharedAffinity() {
+		if st.clientAffinityListed {
+			tx.Delete(&knftables.Set{Name: clientAffinitySet})
+		}
+		return
+	}
+	active := make(map[affinityID]bool, st.state.affinitySets.Len())
+	for name := range st.state.affinitySets {
+		if id, ok := sharedAffinityIDs(name); ok {
+			active[id] = true
+		}
+	}
+	if st.clientAffinityListed {
+		proxier.pruneClientAffinity(tx, func(id affinityID) bool { return !active[id] })
+	}
+}
+
+// dropAffinity is the affinity part of a partial sync's clean-up: names are the affinity names
+// that the changed service ports no longer keep and no other port does. Per-endpoint sets are
+// deleted; shared-set affinity is pruned from the shared set.
+func (st *servicePortStage) dropAffinity(tx *knftables.Transaction, names []string) {
+	stale := map[affinityID]bool{}
+	for _, name := range names {
+		if id, ok := sharedAffinityIDs(name); ok {
+			stale[id] = true
+		} else {
+			tx.Delete(&knftables.Set{Name: name})
+		}
+	}
+	if len(stale) > 0 {
+		st.proxier.pruneClientAffinity(tx, func(id affinityID) bool { return stale[id] })
+	}
+}

@@ -1,0 +1,341 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nftables
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/pkg/proxy"
+	"sigs.k8s.io/knftables"
+)
+
+func TestNFTTimeout(t *testing.T) {
+	for secs, want := range map[int]string{
+		1: "1s", 59: "59s", 60: "1m", 61: "1m1s", 3600: "1h", 3661: "1h1m1s",
+		10800: "3h", 86399: "23h59m59s", 86400: "1d", 90061: "1d1h1m1s", 0: "0s",
+	} {
+		if got := nftTimeout(secs); got != want {
+			t.Errorf("nftTimeout(%d) = %q, want %q", secs, got, want)
+		}
+	}
+}
+
+func TestAffinityIDs(t *testing.T) {
+	seen := map[affinityID]string{}
+	for svc := 0; svc < 200; svc++ {
+		for ep := 0; ep < 20; ep++ {
+			name := fmt.Sprintf("affinity-%08d-ns/svc%d/tcp/p80__10.180.%d.%d/80", svc, svc, ep/250, ep%250)
+			a, b := affinityIDs(name)
+			if a >= 1<<31 || b >= 1<<31 {
+				t.Fatalf("affinityIDs(%q) = %d, %d: wider than the set's 31-bit fields", name, a, b)
+			}
+			if a2, b2 := affinityIDs(name); a2 != a || b2 != b {
+				t.Fatalf("affinityIDs(%q) is not deterministic", name)
+			}
+			if other, dup := seen[affinityID{a, b}]; dup {
+				t.Fatalf("%q and %q share an affinity ID", name, other)
+			}
+			seen[affinityID{a, b}] = name
+		}
+	}
+	if got := numgenConst(0); got != "numgen random mod 1" {
+		t.Errorf("numgenConst(0) = %q: nft lists offset 0 without the offset", got)
+	}
+	if got := numgenConst(7); got != "numgen random mod 1 offset 7" {
+		t.Errorf("numgenConst(7) = %q", got)
+	}
+}
+
+// affinityEndpoints returns the affinity IDs of the one service port of fp, by endpoint address.
+func affinityEndpoints(t *testing.T, fp *Proxier) map[string]affinityID {
+	t.Helper()
+	ids := map[string]affinityID{}
+	for name := range fp.svcPortMap {
+		for _, ep := range fp.endpointsMap[name] {
+			a, b := affinityIDs(ep.(*endpointInfo).affinitySetName)
+			ids[ep.IP()] = affinityID{a, b}
+		}
+	}
+	if len(ids) == 0 {
+		t.Fatal("no endpoints")
+	}
+	return ids
+}
+
+func TestSharedAffinityShape(t *testing.T) {
+	for _, family := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
+		for _, n := range []int{1, 3, maxSetFreeEndpoints + 2} {
+			t.Run(fmt.Sprintf("%s/%d endpoints", family, n), func(t *testing.T) {
+				nft, fp := shapeTestProxier(t, family, n, true, false)
+				saddr := "ip saddr . "
+				if family == v1.IPv6Protocol {
+					saddr = "ip6 saddr . "
+				}
+				for name := range nft.Table.Sets {
+					if isAffinitySetName(name) {
+						t.Errorf("the shared shape created the per-endpoint set %s", name)
+					}
+				}
+				set := nft.Table.Sets[clientAffinitySet]
+				if set == nil {
+					t.Fatalf("no %s set", clientAffinitySet)
+				}
+				if !strings.HasPrefix(set.TypeOf, saddr) || set.Size == nil || *set.Size != clientAffinitySetSize {
+					t.Errorf("shared set %+v: want typeof %q... and size %d", set, saddr, clientAffinitySetSize)
+				}
+				rules := serviceChainRules(t, nft)
+				ids := affinityEndpoints(t, fp)
+				for _, ep := range fp.endpointsMap[firstServicePort(fp)] {
+					epInfo := ep.(*endpointInfo)
+					id := ids[ep.IP()]
+					key := saddr + numgenConst(id.a) + " . " + numgenConst(id.b)
+					lookup := key + " @client-affinity goto " + epInfo.chainName
+					if !contains(rules, lookup) {
+						t.Errorf("no lookup %q in the service chain %v", lookup, rules)
+					}
+					update := "update @client-affinity { " + key + " timeout 3h }"
+					if ch := nft.Table.Chains[epInfo.chainName]; ch == nil || !chainHas(ch, update) {
+						t.Errorf("endpoint chain %s does not record affinity with %q", epInfo.chainName, update)
+					}
+				}
+			})
+		}
+	}
+}
+
+// firstServicePort returns a service port of fp (the only one, in these tests).
+func firstServicePort(fp *Proxier) proxy.ServicePortName {
+	for name := range fp.svcPortMap {
+		return name
+	}
+	return proxy.ServicePortName{}
+}
+
+func chainHas(ch *knftables.FakeChain, rule string) bool {
+	for _, r := range ch.Rules {
+		if r.Rule == rule {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSharedAffinityTrace(t *testing.T) {
+	// A new connection to an affinity Service reaches one of its endpoints through the
+	// shared shape's lookups (no match: no affinity yet), picks and endpoint chains.
+	nft, _ := shapeTestProxier(t, v1.IPv4Protocol, 3, true, false)
+	_, out, masq := tracePacket(t, nft, "10.0.0.2", "tcp", "172.30.0.41", "80", []string{"192.168.0.2"})
+	want := map[string]bool{"10.180.0.1:80": true, "10.180.0.2:80": true, "10.180.0.3:80": true}
+	if out != "10.180.0.1:80, 10.180.0.2:80, 10.180.0.3:80" || masq {
+		t.Errorf("trace to the affinity Service: got %q (masquerade %v), want each of %v once, unmasqueraded", out, masq, want)
+	}
+}
+
+// affinityElements returns the shared set's elements of fake as "client/endpoint" strings,
+// naming the endpoint by its address in ids (or "?" for an ID that none has), sorted.
+func affinityElements(t *testing.T, nft knftables.Interface, ids map[string]affinityID) []string {
+	t.Helper()
+	elems, err := nft.ListElements(context.Background(), "set", clientAffinitySet)
+	if err != nil {
+		if knftables.IsNotFound(err) {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range elems {
+		id, ok := elementAffinityID(e)
+		if !ok {
+			t.Fatalf("element %v of the shared set has no affinity ID", e.Key)
+		}
+		ep := "?"
+		for addr, epID := range ids {
+			if epID == id {
+				ep = addr
+			}
+		}
+		out = append(out, e.Key[0]+"/"+ep)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// addAffinity adds shared-set elements for client: one per endpoint address in eps (by its ID in
+// ids), as the packet path would, plus one with an ID that no endpoint has when stray is set.
+func addAffinity(t *testing.T, nft knftables.Interface, ids map[string]affinityID, client string, stray bool, eps ...string) {
+	t.Helper()
+	tx := nft.NewTransaction()
+	for _, ep := range eps {
+		id := ids[ep]
+		tx.Add(&knftables.Element{Set: clientAffinitySet, Key: []string{client, strconv.Itoa(int(id.a)), strconv.Itoa(int(id.b))}})
+	}
+	if stray {
+		tx.Add(&knftables.Element{Set: clientAffinitySet, Key: []string{client, "1", "2"}})
+	}
+	if err := nft.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkAffinityPruning runs the pruning scenario on fp, whose nftables is nft (knftables' Fake or
+// the real kernel), for family.
+func checkAffinityPruning(t *testing.T, fp *Proxier, nft knftables.Interface, family v1.IPFamily) {
+	t.Helper()
+	client, stray := "10.0.0.9", "10.0.0.8"
+	if family == v1.IPv6Protocol {
+		client, stray = "fd00::9", "fd00::8"
+	}
+	setShapeTestService(t, fp, family, 3, true)
+	ids := affinityEndpoints(t, fp)
+	var eps []string
+	for ep := range ids {
+		eps = append(eps, ep)
+	}
+	sort.Strings(eps)
+	addAffinity(t, nft, ids, client, false, eps...)
+	addAffinity(t, nft, ids, stray, true)
+	check := func(when string, want ...string) {
+		t.Helper()
+		sort.Strings(want)
+		if got := affinityElements(t, nft, ids); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: shared set holds %v, want %v", when, got, want)
+		}
+	}
+	check("before", client+"/"+eps[0], client+"/"+eps[1], client+"/"+eps[2], stray+"/?")
+
+	// A partial sync that removes an endpoint takes its affinity with it, as upstream's
+	// deletion of the endpoint's set does. Affinity it does not know of stays.
+	setShapeTestService(t, fp, family, 2, true)
+	check("after the endpoint's removal", client+"/"+eps[0], client+"/"+eps[1], stray+"/?")
+
+	// A full sync also removes affinity that no endpoint has (left by a crashed kube-proxy,
+	// or by an endpoint removed while it was down).
+	periodicFullSync(t, fp)
+	check("after a full sync", client+"/"+eps[0], client+"/"+eps[1])
+
+	// Turning affinity off takes the service's affinity with it.
+	setShapeTestService(t, fp, family, 2, false)
+	check("after affinity was turned off")
+
+	// Upstream's shapes delete the shared set at the next full sync, and use per-endpoint sets.
+	setShapeTestService(t, fp, family, 2, true)
+	fp.upstreamRuleShapes = true
+	periodicFullSync(t, fp)
+	if _, err := nft.ListElements(context.Background(), "set", clientAffinitySet); !knftables.IsNotFound(err) {
+		t.Errorf("with upstream's shapes the shared set survived a full sync (err %v)", err)
+	}
+	setName := fp.endpointsMap[firstServicePort(fp)][0].(*endpointInfo).affinitySetName
+	if _, err := nft.ListElements(context.Background(), "set", setName); err != nil {
+		t.Errorf("with upstream's shapes, no per-endpoint set %s: %v", setName, err)
+	}
+}
+
+func TestSharedAffinityPruning(t *testing.T) {
+	for _, family := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
+		t.Run(string(family), func(t *testing.T) {
+			nft, fp := NewFakeProxier(family)
+			checkAffinityPruning(t, fp, nft, family)
+		})
+	}
+}
+
+func TestSharedAffinitySetAddedOncePerWritingSync(t *testing.T) {
+	nft, fp := NewFakeProxier(v1.IPv4Protocol)
+	rec := &txText{Interface: nft}
+	fp.nftables = fakeTxText{txText: rec, fake: nft}
+	fp.maxTransactionOps = 20
+	setSplitTestCluster(fp, 1)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	addSet := "add set ip kube-proxy " + clientAffinitySet + " "
+	count := func(from int) (adds int, firstUse, addedIn int) {
+		firstUse, addedIn = -1, -1
+		for i, text := range rec.texts[from:] {
+			adds += strings.Count(text, addSet)
+			if addedIn < 0 && strings.Contains(text, addSet) {
+				addedIn = i
+			}
+			if firstUse < 0 && strings.Contains(text, "@"+clientAffinitySet) {
+				firstUse = i
+			}
+		}
+		return
+	}
+	adds, firstUse, addedIn := count(0)
+	if len(rec.texts) < 3 || adds != 1 || firstUse < 0 || addedIn != firstUse {
+		t.Errorf("cold start in %d transactions: %d adds of the shared set, in transaction %d; first rule using it in %d: want one add, in that transaction",
+			len(rec.texts), adds, addedIn, firstUse)
+	}
+	if strings.Index(rec.texts[addedIn], addSet) > strings.Index(rec.texts[addedIn], "@"+clientAffinitySet) {
+		t.Errorf("the shared set is added after the first rule that uses it:\n%s", rec.texts[addedIn])
+	}
+
+	// A full sync with nothing drifted writes no rule, and so does not add the set again.
+	n := len(rec.texts)
+	periodicFullSync(t, fp)
+	if adds, _, _ := count(n); adds != 0 {
+		t.Errorf("a full sync with nothing drifted added the shared set %d times", adds)
+	}
+
+	// A partial sync that re-writes affinity rules adds it once more (it may have been
+	// deleted along with every rule that used it).
+	n = len(rec.texts)
+	setSplitTestCluster(fp, 2)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	if adds, firstUse, addedIn := count(n); adds != 1 || addedIn != firstUse {
+		t.Errorf("partial sync: %d adds of the shared set, in transaction %d, first use in %d", adds, addedIn, firstUse)
+	}
+}
+
+func TestRealKernelSharedAffinity(t *testing.T) {
+	for _, family := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
+		t.Run(string(family), func(t *testing.T) {
+			nftFamily, listFamily := knftables.IPv4Family, "ip"
+			if family == v1.IPv6Protocol {
+				nftFamily, listFamily = knftables.IPv6Family, "ip6"
+			}
+			real, run := realNFT(t, nftFamily)
+			_, fp := NewFakeProxier(family)
+			fp.nftables = real
+			setShapeTestService(t, fp, family, 3, true)
+			listed := run("list", "table", listFamily, kubeProxyTable)
+			if strings.Contains(listed, "set affinity-") || !strings.Contains(listed, "set "+clientAffinitySet+" {") {
+				t.Fatalf("want the shared affinity set and no per-endpoint one:\n%s", listed)
+			}
+
+			// The kernel lists the rules as written: a restart writes no chain.
+			rec := &txText{Interface: real}
+			_, restarted := NewFakeProxier(family)
+			restarted.nftables = rec
+			setShapeTestService(t, restarted, family, 3, true)
+			if written := rec.writtenServiceChains(0); len(written) != 0 {
+				t.Errorf("the start-up full sync over the kernel's intact affinity rules re-wrote %v", written)
+			}
+
+			checkAffinityPruning(t, restarted, real, family)
+		})
+	}
+}
