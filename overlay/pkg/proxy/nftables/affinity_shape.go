@@ -18,6 +18,7 @@ package nftables
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -293,5 +294,34 @@ func (st *servicePortStage) dropAffinity(tx *knftables.Transaction, names []stri
 	}
 	if len(stale) > 0 {
 		st.proxier.pruneClientAffinity(tx, func(id affinityID) bool { return stale[id] })
+	}
+}
+
+// deleteReplacedAffinitySets adds to tx, right after the operations of rec in a walkAll sync,
+// the deletion of the listed per-endpoint affinity sets of rec's endpoints that rec no longer
+// keeps (an upgrade from upstream's shapes): rec re-creates those endpoint chains, and with them
+// all of its chains, so once tx commits no rule names the sets. Deleting them port by port
+// spreads an upgrade's set deletions over the sync's bounded transactions, and shrinks the set
+// list that the kernel scans for every set it looks up, rather than piling them all into the
+// last transaction. Sets of endpoints that are gone wait for cleanupAllAffinity, after their
+// stale chains are flushed.
+func (st *servicePortStage) deleteReplacedAffinitySets(tx *knftables.Transaction, rec *servicePortRecorder) {
+	if !st.walkAll || st.existingAffinitySets.Len() == 0 {
+		return
+	}
+	for _, e := range rec.entries {
+		chain, ok := e.obj.(*knftables.Chain)
+		if !ok || e.verb != stageFlush {
+			continue
+		}
+		base, ok := strings.CutPrefix(chain.Name, servicePortEndpointChainNamePrefix)
+		if !ok {
+			continue
+		}
+		set := servicePortEndpointAffinityNamePrefix + base
+		if st.existingAffinitySets.Has(set) && !slices.Contains(rec.affinitySets, set) {
+			tx.Delete(&knftables.Set{Name: set})
+			st.existingAffinitySets.Delete(set)
+		}
 	}
 }

@@ -339,3 +339,60 @@ func TestRealKernelSharedAffinity(t *testing.T) {
 		})
 	}
 }
+
+func TestRealKernelAffinityUpgrade(t *testing.T) {
+	// Upstream's shapes wrote the table, with per-endpoint affinity sets; the shared shape
+	// takes it over, in small transactions. Endpoints that stayed have their sets deleted in
+	// the transaction that re-writes their chains; those of endpoints that went away, once
+	// their stale chains are flushed. The kernel refuses to delete a set that a rule still
+	// names, so the sync fails if either comes too early.
+	for _, generation := range []int{1, 2} {
+		t.Run(fmt.Sprintf("endpoints of generation %d", generation), func(t *testing.T) {
+			real, run := realNFT(t, knftables.IPv4Family)
+			_, old := NewFakeProxier(v1.IPv4Protocol)
+			old.nftables = real
+			old.upstreamRuleShapes = true
+			setSplitTestCluster(old, 1)
+			if err := old.syncProxyRules(); err != nil {
+				t.Fatal(err)
+			}
+			before := strings.Count(run("list", "sets", "ip"), "set affinity-")
+			if before == 0 {
+				t.Fatal("upstream's shapes wrote no per-endpoint affinity set")
+			}
+
+			rec := &txText{Interface: real}
+			_, fp := NewFakeProxier(v1.IPv4Protocol)
+			fp.nftables = rec
+			fp.maxTransactionOps = 40
+			refFake, ref := NewFakeProxier(v1.IPv4Protocol)
+			for g := 1; g <= generation; g++ {
+				setSplitTestCluster(fp, g)
+				setSplitTestCluster(ref, g)
+			}
+			if err := fp.syncProxyRules(); err != nil {
+				t.Fatalf("taking over upstream's table: %v", err)
+			}
+			if err := ref.syncProxyRules(); err != nil {
+				t.Fatal(err)
+			}
+			if sets := run("list", "sets", "ip"); strings.Contains(sets, "set affinity-") {
+				t.Errorf("per-endpoint affinity sets survived the upgrade:\n%s", sets)
+			}
+			checkServiceChainsMatch(t, refFake, run, "ip")
+			deletes, withDeletes := 0, 0
+			for _, text := range rec.texts {
+				if n := strings.Count(text, "delete set ip kube-proxy affinity-"); n > 0 {
+					deletes += n
+					withDeletes++
+				}
+			}
+			if deletes != before {
+				t.Errorf("deleted %d per-endpoint sets, want the %d upstream wrote", deletes, before)
+			}
+			if generation == 1 && withDeletes < 2 {
+				t.Errorf("the %d set deletions all went into one of the %d transactions", deletes, len(rec.texts))
+			}
+		})
+	}
+}

@@ -370,6 +370,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 				el.storage.ensureJoined(tx, e.obj.(*knftables.Element), el.key, el.value)
 			}
 		}
+		st.deleteReplacedAffinitySets(tx, rec)
 		checked += rec.chainsChecked
 		rewritten += rec.chainsRewritten
 	})
