@@ -186,6 +186,9 @@ func hashChainText(text string, hashes map[string]uint64) {
 
 // kernelListing is what a drift check read from the kernel.
 type kernelListing struct {
+	// pending, when set, delivers the listing that prefetchDriftListing started; the other
+	// fields are then empty until startDriftCheck has received it.
+	pending chan listingResult
 	// chains are the table's chains, each with the hash of its rules.
 	chains map[string]uint64
 	// sets are the table's named sets, when the listing shows them (nft's does, the
@@ -247,15 +250,51 @@ func parseListing(listing string) *kernelListing {
 	return k
 }
 
-// startDriftCheck prepares this sync's drift check: a full sync, unless
-// --full-sync-rewrite-all is set, lists the kernel's chains. Otherwise, or if listing fails,
-// the sync writes everything it covers.
-func (proxier *Proxier) startDriftCheck(fullSync bool) {
+// listingResult is the outcome of a listing that ran on its own goroutine.
+type listingResult struct {
+	kernel *kernelListing
+	err    error
+}
+
+// prefetchDriftListing starts, at the start of a full sync that will check for drift, the
+// listing of the table on a goroutine of its own, so that nft lists the table (seconds on a
+// large one) while setupNFTables reads kube-proxy's maps and sets; startDriftCheck collects it.
+// Both only read the kernel, and the sync writes nothing before startDriftCheck. With
+// knftables' Fake it does nothing: startDriftCheck reads the fake's dump itself.
+func (proxier *Proxier) prefetchDriftListing(fullSync bool) {
 	proxier.driftKernel = nil
 	if !fullSync || proxier.rewriteAllOnFullSync {
 		return
 	}
-	kernel, err := proxier.listKernel(context.TODO())
+	if _, fake := proxier.nftables.(interface{ Dump() string }); fake {
+		return
+	}
+	pending := make(chan listingResult, 1)
+	go func() {
+		kernel, err := proxier.listKernel(context.TODO())
+		pending <- listingResult{kernel, err}
+	}()
+	proxier.driftKernel = &kernelListing{pending: pending}
+}
+
+// startDriftCheck prepares this sync's drift check: a full sync, unless
+// --full-sync-rewrite-all is set, lists the kernel's chains, or collects the listing that
+// prefetchDriftListing started. Otherwise, or if listing fails, the sync writes everything it
+// covers.
+func (proxier *Proxier) startDriftCheck(fullSync bool) {
+	prefetched := proxier.driftKernel
+	proxier.driftKernel = nil
+	if !fullSync || proxier.rewriteAllOnFullSync {
+		return
+	}
+	var kernel *kernelListing
+	var err error
+	if prefetched != nil && prefetched.pending != nil {
+		r := <-prefetched.pending
+		kernel, err = r.kernel, r.err
+	} else {
+		kernel, err = proxier.listKernel(context.TODO())
+	}
 	if err != nil {
 		proxier.logger.Error(err, "Cannot check the chains for drift; re-writing all of them")
 		return
