@@ -313,10 +313,7 @@ func TestSharedAffinitySetAddedOncePerWritingSync(t *testing.T) {
 func TestRealKernelSharedAffinity(t *testing.T) {
 	for _, family := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
 		t.Run(string(family), func(t *testing.T) {
-			nftFamily, listFamily := knftables.IPv4Family, "ip"
-			if family == v1.IPv6Protocol {
-				nftFamily, listFamily = knftables.IPv6Family, "ip6"
-			}
+			nftFamily, listFamily := kernelFamily(family)
 			real, run := realNFT(t, nftFamily)
 			_, fp := NewFakeProxier(family)
 			fp.nftables = real

@@ -105,6 +105,15 @@ func realNFTNetns(t *testing.T, family knftables.Family) (knftables.Interface, f
 
 var listedRuleRegexp = regexp.MustCompile(`^\s+(.*?)\s*$`)
 
+// kernelFamily returns the knftables family of a proxier of family, and its name in nft's
+// commands.
+func kernelFamily(family v1.IPFamily) (knftables.Family, string) {
+	if family == v1.IPv6Protocol {
+		return knftables.IPv6Family, "ip6"
+	}
+	return knftables.IPv4Family, "ip"
+}
+
 // kernelChainRules returns the rules of chain as the kernel lists them (without handles).
 func kernelChainRules(run func(args ...string) string, family, chain string) []string {
 	var rules []string
@@ -312,10 +321,7 @@ func TestRealKernelMapShapeRewritesNothing(t *testing.T) {
 	for _, family := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
 		for _, affinity := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/affinity=%v", family, affinity), func(t *testing.T) {
-				nftFamily, listFamily := knftables.IPv4Family, "ip"
-				if family == v1.IPv6Protocol {
-					nftFamily, listFamily = knftables.IPv6Family, "ip6"
-				}
+				nftFamily, listFamily := kernelFamily(family)
 				real, run := realNFT(t, nftFamily)
 				_, first := NewFakeProxier(family)
 				first.nftables = real
