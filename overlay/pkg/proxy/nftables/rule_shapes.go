@@ -105,9 +105,8 @@ func (proxier *Proxier) writeSetFreeEndpointDNATs(tx objectAdder, svcInfo *servi
 
 // writeSetFreeEndpointJumps writes svcChain's rules for a service with session affinity: first,
 // for each endpoint, a jump to its chain when the client has affinity for it (affinityMatchRule);
-// then, for a
-// client without affinity, a jump to one of the endpoint chains with equal probability, without
-// sets.
+// then, for a client without affinity, a jump to one of the endpoint chains with equal
+// probability, without sets.
 func (proxier *Proxier) writeSetFreeEndpointJumps(tx objectAdder, svcChain string, endpoints []proxy.Endpoint) {
 	n := usableEndpoints(endpoints)
 	for _, ep := range endpoints {
