@@ -22,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
@@ -77,11 +76,7 @@ func (proxier *Proxier) sharedAffinity() bool {
 // affinityIDs returns the two 31-bit halves of the affinity ID of the endpoint whose upstream
 // affinity set is setName (FNV-1a, 62 bits of it).
 func affinityIDs(setName string) (uint32, uint32) {
-	h := uint64(fnvOffset64)
-	for i := 0; i < len(setName); i++ {
-		h ^= uint64(setName[i])
-		h *= fnvPrime64
-	}
+	h := fnvString(fnvOffset64, setName)
 	return uint32(h>>33) & 0x7fffffff, uint32(h) & 0x7fffffff
 }
 
@@ -97,22 +92,14 @@ func numgenConst(v uint32) string {
 // set is setName: the client address and the endpoint's affinity ID.
 func (proxier *Proxier) affinityKey(setName string) string {
 	a, b := affinityIDs(setName)
-	saddr := "ip saddr . "
-	if proxier.ipFamily == v1.IPv6Protocol {
-		saddr = "ip6 saddr . "
-	}
-	return saddr + numgenConst(a) + " . " + numgenConst(b)
+	return proxier.nftFamily() + " saddr . " + numgenConst(a) + " . " + numgenConst(b)
 }
 
 // affinityMatchRule returns the service chain's rule that sends a client with affinity for
 // epInfo to its endpoint chain.
 func (proxier *Proxier) affinityMatchRule(epInfo *endpointInfo) string {
 	if !proxier.sharedAffinity() {
-		saddr := "ip saddr @"
-		if proxier.ipFamily == v1.IPv6Protocol {
-			saddr = "ip6 saddr @"
-		}
-		return saddr + epInfo.affinitySetName + " goto " + epInfo.chainName
+		return proxier.nftFamily() + " saddr @" + epInfo.affinitySetName + " goto " + epInfo.chainName
 	}
 	return proxier.affinityKey(epInfo.affinitySetName) + " @" + clientAffinitySet + " goto " + epInfo.chainName
 }
@@ -121,11 +108,7 @@ func (proxier *Proxier) affinityMatchRule(epInfo *endpointInfo) string {
 // affinity for epInfo, for the timeout of svcInfo.
 func (proxier *Proxier) affinityUpdateRule(svcInfo *servicePortInfo, epInfo *endpointInfo) string {
 	if !proxier.sharedAffinity() {
-		saddr := "ip saddr"
-		if proxier.ipFamily == v1.IPv6Protocol {
-			saddr = "ip6 saddr"
-		}
-		return "update @" + epInfo.affinitySetName + " { " + saddr + " }"
+		return "update @" + epInfo.affinitySetName + " { " + proxier.nftFamily() + " saddr }"
 	}
 	return "update @" + clientAffinitySet + " { " + proxier.affinityKey(epInfo.affinitySetName) +
 		" timeout " + nftTimeout(svcInfo.StickyMaxAgeSeconds()) + " }"
@@ -153,13 +136,9 @@ func nftTimeout(seconds int) string {
 
 // clientAffinitySetObject returns the shared affinity set of the proxier's family.
 func (proxier *Proxier) clientAffinitySetObject() *knftables.Set {
-	saddr := "ip saddr"
-	if proxier.ipFamily == v1.IPv6Protocol {
-		saddr = "ip6 saddr"
-	}
 	return &knftables.Set{
 		Name:   clientAffinitySet,
-		TypeOf: saddr + " . numgen random mod 2147483648 . numgen random mod 2147483648",
+		TypeOf: proxier.nftFamily() + " saddr . numgen random mod 2147483648 . numgen random mod 2147483648",
 		// "dynamic": the packet path adds elements. Elements carry their own timeouts.
 		Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag},
 		Size:  ptr.To[uint64](clientAffinitySetSize),

@@ -58,16 +58,27 @@ const (
 	fnvPrime64  = 1099511628211
 )
 
-// hashRule extends the hash h of a chain's rules with rule, in its listed form.
-func hashRule(h uint64, rule string) uint64 {
-	rule = listedForm(rule)
-	for i := 0; i < len(rule); i++ {
-		h ^= uint64(rule[i])
+// fnvString extends the FNV-1a hash h with the bytes of s.
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
 		h *= fnvPrime64
 	}
-	h ^= '\n'
-	h *= fnvPrime64
 	return h
+}
+
+// hashRule extends the hash h of a chain's rules with rule, in its listed form.
+func hashRule(h uint64, rule string) uint64 {
+	return fnvString(h, listedForm(rule)+"\n")
+}
+
+// nftFamily returns the proxier's table family as nft writes it, which is also the protocol
+// name of its address matches ("ip saddr", "ip6 saddr").
+func (proxier *Proxier) nftFamily() string {
+	if proxier.ipFamily == v1.IPv6Protocol {
+		return "ip6"
+	}
+	return "ip"
 }
 
 // listedForm returns rule as nft 1.0 lists it, where kube-proxy's text is known to differ:
@@ -202,10 +213,7 @@ type kernelListing struct {
 // finds on PATH; -t leaves out the elements of named sets, which the check does not use); for
 // knftables' Fake it reads the fake's dump. A table that does not exist lists as empty.
 func (proxier *Proxier) listKernel(ctx context.Context) (*kernelListing, error) {
-	family := "ip"
-	if proxier.ipFamily == v1.IPv6Protocol {
-		family = "ip6"
-	}
+	family := proxier.nftFamily()
 	if fake, ok := proxier.nftables.(interface{ Dump() string }); ok {
 		k := &kernelListing{chains: map[string]uint64{}}
 		hashChainText(fake.Dump(), k.chains)

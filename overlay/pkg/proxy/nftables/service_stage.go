@@ -290,12 +290,7 @@ func (st *servicePortStage) listExisting() {
 		for chain := range k.chains {
 			st.existingChains.Insert(chain)
 		}
-		for _, set := range k.sets {
-			if isAffinitySetName(set) {
-				st.existingAffinitySets.Insert(set)
-			}
-			st.clientAffinityListed = st.clientAffinityListed || set == clientAffinitySet
-		}
+		st.noteListedSets(k.sets)
 		return
 	}
 	all, err := st.proxier.listObjects()
@@ -304,7 +299,13 @@ func (st *servicePortStage) listExisting() {
 		return
 	}
 	st.existingChains.Insert(all["chain"]...)
-	for _, set := range all["set"] {
+	st.noteListedSets(all["set"])
+}
+
+// noteListedSets notes, of the table's listed named sets, the per-endpoint affinity sets and
+// whether the shared affinity set is there.
+func (st *servicePortStage) noteListedSets(names []string) {
+	for _, set := range names {
 		if isAffinitySetName(set) {
 			st.existingAffinitySets.Insert(set)
 		}
