@@ -317,6 +317,7 @@ func TestRealKernelSharedAffinity(t *testing.T) {
 			real, run := realNFT(t, nftFamily)
 			_, fp := NewFakeProxier(family)
 			fp.nftables = real
+			linkKernel(t, fp, real)
 			setShapeTestService(t, fp, family, 3, true)
 			listed := run("list", "table", listFamily, kubeProxyTable)
 			if strings.Contains(listed, "set affinity-") || !strings.Contains(listed, "set "+clientAffinitySet+" {") {
@@ -327,6 +328,7 @@ func TestRealKernelSharedAffinity(t *testing.T) {
 			rec := &txText{Interface: real}
 			_, restarted := NewFakeProxier(family)
 			restarted.nftables = rec
+			linkKernel(t, restarted, real)
 			setShapeTestService(t, restarted, family, 3, true)
 			if written := rec.writtenServiceChains(0); len(written) != 0 {
 				t.Errorf("the start-up full sync over the kernel's intact affinity rules re-wrote %v", written)
@@ -361,6 +363,7 @@ func TestRealKernelAffinityUpgrade(t *testing.T) {
 			rec := &txText{Interface: real}
 			_, fp := NewFakeProxier(v1.IPv4Protocol)
 			fp.nftables = rec
+			linkKernel(t, fp, real)
 			fp.maxTransactionOps = 40
 			refFake, ref := NewFakeProxier(v1.IPv4Protocol)
 			for g := 1; g <= generation; g++ {

@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
@@ -36,8 +37,10 @@ import (
 // changed or deleted behind kube-proxy's back, written by another version, or never written.
 // How:
 //
-//   - The full sync lists the table as text (`nft -t list table`, a read: no commit lock) and
-//     hashes each chain's rules.
+//   - The full sync reads each chain's rules from the kernel, hashed as text: over netlink, with
+//     the chain baselines of chain_baselines.go, or, when they do not cover every chain (at
+//     start-up, or after someone else's commit raced kube-proxy's writes), as nft lists the table
+//     (`nft -t list table`). Both are reads: no commit lock.
 //   - Each service port's chains, as the sync generates them, are hashed the same way, from
 //     the rule objects (chainWritesOf), on the stage's workers. A service port whose every
 //     chain is in the kernel with the same hash is left alone: its chain operations are
@@ -206,19 +209,64 @@ type kernelListing struct {
 	// fake's dump is read for chains only): a full sync then needs no other listing.
 	sets       []string
 	listedSets bool
+	// drifted are chains that changed behind kube-proxy's back since it last saw them; their
+	// hashes are of what they held then.
+	drifted map[string]bool
 }
 
-// listKernel lists kube-proxy's table and hashes each chain's rules. knftables' real ListRules
-// returns no rule text, so this runs `nft -t list table` itself (the same nft that knftables
-// finds on PATH; -t leaves out the elements of named sets, which the check does not use); for
-// knftables' Fake it reads the fake's dump. A table that does not exist lists as empty.
+// listKernel lists kube-proxy's table and hashes each chain's rules. For knftables' Fake it
+// reads the fake's dump. Otherwise, with a kernel link, it reads the table over netlink and
+// resolves the chains' text hashes from their baselines (chain_baselines.go); when that leaves
+// some chain's text unknown, or without a link, it lists the table as text (listKernelText) and,
+// with a link, records baselines from that listing.
 func (proxier *Proxier) listKernel(ctx context.Context) (*kernelListing, error) {
-	family := proxier.nftFamily()
 	if fake, ok := proxier.nftables.(interface{ Dump() string }); ok {
 		k := &kernelListing{chains: map[string]uint64{}}
 		hashChainText(fake.Dump(), k.chains)
 		return k, nil
 	}
+	link := proxier.kernelLink
+	if link == nil {
+		return proxier.listKernelText(ctx)
+	}
+	table := proxier.nftFamily() + " " + kubeProxyTable
+	start := time.Now()
+	snap, err := link.snapshot(proxier.nfproto(), kubeProxyTable)
+	if err != nil {
+		proxier.logger.V(2).Info("Cannot read the table over netlink; listing it as text", "err", err)
+		return proxier.listKernelText(ctx)
+	}
+	if k := link.resolve(table, snap); k != nil {
+		proxier.logger.V(4).Info("Read the table over netlink", "chains", len(k.chains), "drifted", len(k.drifted), "elapsed", time.Since(start))
+		return k, nil
+	}
+	k, err := proxier.listKernelText(ctx)
+	gen, genErr := link.generation()
+	if err != nil {
+		k = &kernelListing{}
+	}
+	link.rebaseline(table, snap, k, gen, err == nil && genErr == nil)
+	proxier.logger.V(2).Info("Listed the table as text to record chain baselines", "chains", len(snap.chains), "elapsed", time.Since(start))
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// nfproto returns the netlink family of the proxier's table.
+func (proxier *Proxier) nfproto() uint8 {
+	if proxier.ipFamily == v1.IPv6Protocol {
+		return nfprotoIPv6
+	}
+	return nfprotoIPv4
+}
+
+// listKernelText lists the table with `nft -t list table` and hashes each chain's rules.
+// knftables' real ListRules returns no rule text, so this runs nft itself (the same nft that
+// knftables finds on PATH; -t leaves out the elements of named sets, which the check does not
+// use). A table that does not exist lists as empty.
+func (proxier *Proxier) listKernelText(ctx context.Context) (*kernelListing, error) {
+	family := proxier.nftFamily()
 	out, err := exec.CommandContext(ctx, "nft", "-t", "list", "table", family, kubeProxyTable).Output()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && strings.Contains(string(exit.Stderr), "No such file or directory") {
@@ -319,7 +367,7 @@ func (proxier *Proxier) chainsIntact(writes []chainWrite) bool {
 	}
 	for _, w := range writes {
 		got, present := proxier.driftKernel.chains[w.chain]
-		if w.unknown || !present || got != w.hash {
+		if w.unknown || !present || got != w.hash || proxier.driftKernel.drifted[w.chain] {
 			return false
 		}
 	}

@@ -149,6 +149,7 @@ func TestRealKernelPacketsServiceLifecycle(t *testing.T) {
 			n := packetNets[ipv6]
 			_, fp := NewFakeProxier(ipFamily)
 			fp.nftables = real
+			linkKernel(t, fp, real)
 			svc := packetService(ipv6)
 			clusterIP := svc.Spec.ClusterIP
 

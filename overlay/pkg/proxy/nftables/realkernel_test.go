@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,7 +84,9 @@ func realNFTNetns(t *testing.T, family knftables.Family) (knftables.Interface, f
 	// knftables runs the nft it finds on PATH: put one there that runs the real one inside
 	// the namespace.
 	dir := t.TempDir()
-	shim := fmt.Sprintf("#!/bin/sh\nexec %s netns exec %s %s \"$@\"\n", ipPath, netns, nftPath)
+	// The shim also logs each invocation's arguments, for tests that count them.
+	invocations := filepath.Join(dir, "invocations")
+	shim := fmt.Sprintf("#!/bin/sh\necho \"$*\" >>%s\nexec %s netns exec %s %s \"$@\"\n", invocations, ipPath, netns, nftPath)
 	if err := os.WriteFile(filepath.Join(dir, "nft"), []byte(shim), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +103,60 @@ func realNFTNetns(t *testing.T, family knftables.Family) (knftables.Interface, f
 		}
 		return string(out)
 	}
+	realKernels.Store(nft, realKernel{netns: netns, invocations: invocations})
 	return nft, run, netns
+}
+
+// realKernel is where a knftables.Interface from realNFT runs nft.
+type realKernel struct {
+	netns       string
+	invocations string // the shim's log of nft's arguments, one invocation per line
+}
+
+// realKernels maps each knftables.Interface from realNFT to its realKernel.
+var realKernels sync.Map
+
+// kernelOf returns where real, from realNFT, runs nft.
+func kernelOf(t *testing.T, real knftables.Interface) realKernel {
+	t.Helper()
+	k, ok := realKernels.Load(real)
+	if !ok {
+		t.Fatal("not a knftables.Interface from realNFT")
+	}
+	return k.(realKernel)
+}
+
+// linkKernel gives fp a kernel link of its own into the namespace where real (from realNFT)
+// runs nft, as NewProxier gives every proxier the process's link on a node: fp's drift checks
+// then read the table over netlink. It returns the link.
+func linkKernel(t *testing.T, fp *Proxier, real knftables.Interface) *nftLink {
+	t.Helper()
+	ns := kernelOf(t, real).netns
+	fp.kernelLink = newNFTLink(func() (fd int, err error) {
+		err = inNetns(ns, func() error {
+			fd, err = openNetfilterSocket()
+			return err
+		})
+		return fd, err
+	})
+	return fp.kernelLink
+}
+
+// textListings returns how many times nft has listed a table as text, through real (from
+// realNFT), so far.
+func textListings(t *testing.T, real knftables.Interface) int {
+	t.Helper()
+	b, err := os.ReadFile(kernelOf(t, real).invocations)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "-t list table ") {
+			n++
+		}
+	}
+	return n
 }
 
 var listedRuleRegexp = regexp.MustCompile(`^\s+(.*?)\s*$`)
@@ -161,6 +217,7 @@ func TestRealKernelSplitSetFreeSyncs(t *testing.T) {
 	real, run := realNFT(t, knftables.IPv4Family)
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
 	fp.nftables = real
+	linkKernel(t, fp, real)
 	fp.maxTransactionOps = 7
 	refFake, ref := NewFakeProxier(v1.IPv4Protocol)
 
@@ -227,6 +284,7 @@ func TestRealKernelDriftRepair(t *testing.T) {
 	rec := &txText{Interface: real}
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
 	fp.nftables = rec
+	linkKernel(t, fp, real)
 	fp.maxTransactionOps = 50
 	refFake, ref := NewFakeProxier(v1.IPv4Protocol)
 	setSplitTestCluster(fp, 1)
@@ -281,12 +339,18 @@ func TestRealKernelDriftRepair(t *testing.T) {
 		t.Errorf("the stale affinity set %s survived the periodic full sync", leftover)
 	}
 	checkServiceChainsMatch(t, refFake, run, "ip")
+	// Every drift check read the table over netlink: the damaged chains had baselines from
+	// kube-proxy's own writes, so none needed nft's text listing.
+	if n := textListings(t, real); n != 0 {
+		t.Errorf("the drift checks listed the table as text %d times, want 0", n)
+	}
 }
 
 func TestRealKernelRestartRewritesNothing(t *testing.T) {
 	real, run := realNFT(t, knftables.IPv4Family)
 	_, first := NewFakeProxier(v1.IPv4Protocol)
 	first.nftables = real
+	linkKernel(t, first, real)
 	first.maxTransactionOps = 50
 	setSplitTestCluster(first, 1)
 	if err := first.syncProxyRules(); err != nil {
@@ -303,6 +367,7 @@ func TestRealKernelRestartRewritesNothing(t *testing.T) {
 	rec := &txText{Interface: real}
 	_, restarted := NewFakeProxier(v1.IPv4Protocol)
 	restarted.nftables = rec
+	linkKernel(t, restarted, real)
 	restarted.maxTransactionOps = 50
 	setSplitTestCluster(restarted, 1)
 	if err := restarted.syncProxyRules(); err != nil {
@@ -312,6 +377,10 @@ func TestRealKernelRestartRewritesNothing(t *testing.T) {
 		t.Errorf("the start-up full sync over the kernel's intact table re-wrote %d service-port chains", len(written))
 	}
 	checkServiceChainsMatch(t, refFake, run, "ip")
+	// The restarted proxier had no baselines: its first drift check listed the table as text.
+	if n := textListings(t, real); n != 1 {
+		t.Errorf("the restarted proxier listed the table as text %d times, want 1", n)
+	}
 }
 
 func TestRealKernelMapShapeRewritesNothing(t *testing.T) {
@@ -325,6 +394,7 @@ func TestRealKernelMapShapeRewritesNothing(t *testing.T) {
 				real, run := realNFT(t, nftFamily)
 				_, first := NewFakeProxier(family)
 				first.nftables = real
+				linkKernel(t, first, real)
 				setShapeTestService(t, first, family, n, affinity)
 				refFake, _ := shapeTestProxier(t, family, n, affinity, false)
 				checkServiceChainsMatch(t, refFake, run, listFamily)
@@ -335,6 +405,7 @@ func TestRealKernelMapShapeRewritesNothing(t *testing.T) {
 				rec := &txText{Interface: real}
 				_, restarted := NewFakeProxier(family)
 				restarted.nftables = rec
+				linkKernel(t, restarted, real)
 				setShapeTestService(t, restarted, family, n, affinity)
 				if written := rec.writtenServiceChains(0); len(written) != 0 {
 					t.Errorf("the start-up full sync over the kernel's intact table re-wrote %v", written)

@@ -45,12 +45,19 @@ type txSplitter struct {
 	max      int
 	queued   []*knftables.Transaction
 	ipFamily string
+	// link, when set, notes what each transaction wrote to table, for the drift check.
+	link  *nftLink
+	table string
 }
 
 // newTxSplitter returns the splitter for one sync. With maxTransactionOps 0 (the proxier's zero
 // value) a sync is one transaction, as upstream does it.
 func (proxier *Proxier) newTxSplitter() *txSplitter {
-	return &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily)}
+	s := &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily)}
+	if !proxier.rewriteAllOnFullSync {
+		s.link, s.table = proxier.kernelLink, proxier.nftFamily()+" "+kubeProxyTable
+	}
+	return s
 }
 
 // cut is called where the sync may start a new transaction, before a service port's operations.
@@ -77,9 +84,18 @@ func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knf
 	}()
 	for i, tx := range all {
 		metrics.NFTablesTransactionOperations.WithLabelValues(s.ipFamily).Observe(float64(tx.NumOperations()))
-		start := time.Now()
-		err := s.nft.Run(ctx, tx)
-		longest = max(longest, time.Since(start))
+		commit := func() error {
+			start := time.Now()
+			err := s.nft.Run(ctx, tx)
+			longest = max(longest, time.Since(start))
+			return err
+		}
+		var err error
+		if s.link != nil {
+			err = s.link.runTracked(s.table, tx.String, commit)
+		} else {
+			err = commit()
+		}
 		if err != nil {
 			if len(all) == 1 {
 				return tx, err
@@ -88,4 +104,13 @@ func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knf
 		}
 	}
 	return last, nil
+}
+
+// runTracked runs tx, a transaction of the proxier's own outside the sync's splitter (upstream's
+// deletion of stale chains), and notes its writes for the drift check as the splitter does.
+func (proxier *Proxier) runTracked(ctx context.Context, tx *knftables.Transaction) error {
+	if s := proxier.newTxSplitter(); s.link != nil {
+		return s.link.runTracked(s.table, tx.String, func() error { return proxier.nftables.Run(ctx, tx) })
+	}
+	return proxier.nftables.Run(ctx, tx)
 }

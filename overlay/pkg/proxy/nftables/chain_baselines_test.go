@@ -1,0 +1,307 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nftables
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/knftables"
+)
+
+func TestNoteWrites(t *testing.T) {
+	m := &chainMemory{
+		baselines: map[string]chainBaseline{"gone": {1, 2}, "kept": {3, 4}},
+		pending:   map[string]pendingWrite{"gone": {text: 5}},
+	}
+	m.noteWrites(strings.Join([]string{
+		"add chain ip kube-proxy a",
+		"flush chain ip kube-proxy a",
+		"add rule ip kube-proxy a ip daddr 10.0.0.1 drop",
+		`add rule ip kube-proxy a counter comment "c"`,
+		"add chain ip kube-proxy empty",
+		"flush chain ip kube-proxy empty",
+		"add chain ip kube-proxy kept",
+		"add rule ip kube-proxy unflushed counter",
+		"flush chain ip kube-proxy placed",
+		"add rule ip kube-proxy placed index 0 counter",
+		"flush chain ip kube-proxy replaced",
+		"replace rule ip kube-proxy replaced handle 4 counter",
+		"delete chain ip kube-proxy gone",
+		"add element ip kube-proxy service-ips { 172.30.0.1 . tcp . 80 : goto a }",
+	}, "\n"), 7, false)
+
+	want := hashRule(hashRule(fnvOffset64, "ip daddr 10.0.0.1 drop"), `counter comment "c"`)
+	if p := m.pending["a"]; p.unsure || p.text != want || p.epoch != 7 {
+		t.Errorf("flushed and filled chain: pending %+v, want text %x of epoch 7", p, want)
+	}
+	if p := m.pending["empty"]; p.unsure || p.text != fnvOffset64 {
+		t.Errorf("flushed chain: pending %+v, want the empty chain's text", p)
+	}
+	for _, chain := range []string{"unflushed", "placed", "replaced"} {
+		if p, ok := m.pending[chain]; !ok || !p.unsure {
+			t.Errorf("%s: pending %+v, want an unsure write", chain, p)
+		}
+	}
+	if _, ok := m.pending["kept"]; ok {
+		t.Error("a chain that was only added (ensured) is a pending write")
+	}
+	if _, ok := m.baselines["kept"]; !ok {
+		t.Error("adding an existing chain dropped its baseline")
+	}
+	if _, ok := m.pending["gone"]; ok {
+		t.Error("a deleted chain is still pending")
+	}
+	if _, ok := m.baselines["gone"]; ok {
+		t.Error("a deleted chain still has a baseline")
+	}
+
+	// A write of a transaction that raced another commit is unsure, whatever it wrote.
+	m.noteWrites("flush chain ip kube-proxy a\nadd rule ip kube-proxy a counter\n", 8, true)
+	if p := m.pending["a"]; !p.unsure {
+		t.Errorf("a write noted as unsure: pending %+v", p)
+	}
+
+	// Deleting the table forgets everything.
+	m.noteWrites("delete table ip kube-proxy\n", 9, false)
+	if len(m.pending) != 0 || len(m.baselines) != 0 {
+		t.Errorf("after delete table: pending %v, baselines %v", m.pending, m.baselines)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	const table = "ip kube-proxy"
+	// link returns a link whose last seen generation is 20, in an epoch that started at
+	// generation 10, with chain x written in that epoch and y written in the one before.
+	link := func() *nftLink {
+		l := newNFTLink(nil)
+		l.gen, l.genKnown, l.epoch, l.epochStart = 20, true, 3, 10
+		m := l.memory(table)
+		m.baselines["intact"] = chainBaseline{kernel: 100, text: 1}
+		m.baselines["damaged"] = chainBaseline{kernel: 200, text: 2}
+		m.baselines["x"] = chainBaseline{kernel: 300, text: 3}
+		m.baselines["gone"] = chainBaseline{kernel: 400, text: 4}
+		m.pending["x"] = pendingWrite{text: 33, epoch: 3}
+		m.pending["y"] = pendingWrite{text: 44, epoch: 2}
+		return l
+	}
+	kernel := map[string]uint64{"intact": 100, "damaged": 201, "x": 301}
+
+	for _, tc := range []struct {
+		name string
+		gen  uint32
+		ok   bool
+	}{
+		{"at the last commit", 20, true},
+		{"before another table's later commit of ours", 15, true},
+		{"after someone else's commit", 21, false},
+		{"before the epoch", 9, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := link()
+			k := l.resolve(table, &tableSnapshot{gen: tc.gen, chains: kernel})
+			if !tc.ok {
+				if k != nil {
+					t.Fatalf("resolved %v with a write that cannot be confirmed", k.chains)
+				}
+				return
+			}
+			if k == nil {
+				t.Fatal("not resolved")
+			}
+			if k.chains["intact"] != 1 || k.drifted["intact"] {
+				t.Errorf("intact chain: %x drifted=%v, want its baseline's text", k.chains["intact"], k.drifted["intact"])
+			}
+			if !k.drifted["damaged"] {
+				t.Error("a chain whose kernel hash left its baseline, unwritten by kube-proxy, is not drifted")
+			}
+			if k.chains["x"] != 33 || k.drifted["x"] {
+				t.Errorf("written chain: %x drifted=%v, want the written text", k.chains["x"], k.drifted["x"])
+			}
+			m := l.memory(table)
+			if b := m.baselines["x"]; b != (chainBaseline{kernel: 301, text: 33}) {
+				t.Errorf("the confirmed write left baseline %+v", b)
+			}
+			if _, ok := m.baselines["gone"]; ok {
+				t.Error("the baseline of a chain the kernel no longer has was kept")
+			}
+			if len(m.pending) != 0 {
+				t.Errorf("pending writes %v left after a complete resolve", m.pending)
+			}
+		})
+	}
+
+	// Someone else committed: the unconfirmed write of x is trusted only if the kernel
+	// still holds exactly the bytes of its baseline.
+	l := link()
+	if k := l.resolve(table, &tableSnapshot{gen: 21, chains: map[string]uint64{"intact": 100, "x": 300}}); k == nil || k.chains["x"] != 3 {
+		t.Error("a chain with its baseline's bytes did not resolve to its baseline's text")
+	}
+	// A chain with neither baseline nor write needs the text listing.
+	l = link()
+	if k := l.resolve(table, &tableSnapshot{gen: 20, chains: map[string]uint64{"new": 1}}); k != nil {
+		t.Error("an unknown chain resolved")
+	}
+}
+
+func TestRealKernelTrackedCommits(t *testing.T) {
+	real, run := realNFT(t, knftables.IPv4Family)
+	_, fp := NewFakeProxier(v1.IPv4Protocol)
+	link := linkKernel(t, fp, real)
+	const table = "ip kube-proxy"
+	write := func(rule string) {
+		t.Helper()
+		tx := real.NewTransaction()
+		tx.Add(&knftables.Table{})
+		tx.Add(&knftables.Chain{Name: "a"})
+		tx.Flush(&knftables.Chain{Name: "a"})
+		tx.Add(&knftables.Rule{Chain: "a", Rule: rule})
+		if err := link.runTracked(table, tx.String, func() error { return real.Run(context.Background(), tx) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resolve := func() *kernelListing {
+		t.Helper()
+		snap, err := link.snapshot(nfprotoIPv4, kubeProxyTable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return link.resolve(table, snap)
+	}
+	if k := resolve(); k == nil || len(k.chains) != 0 {
+		t.Fatalf("the missing table did not resolve as empty: %+v", k)
+	}
+	write("ip daddr 10.0.0.1 drop")
+	k := resolve()
+	if want := hashRule(fnvOffset64, "ip daddr 10.0.0.1 drop"); k == nil || k.chains["a"] != want {
+		t.Fatalf("kube-proxy's own write did not resolve to its text: %+v", k)
+	}
+
+	// Someone else commits after kube-proxy's write: the write cannot be confirmed.
+	write("ip daddr 10.0.0.2 drop")
+	run("add", "table", "ip", "other")
+	if k := resolve(); k != nil {
+		t.Fatalf("a write followed by someone else's commit resolved: %v", k.chains)
+	}
+
+	// Someone else commits before kube-proxy's write: the write is confirmed.
+	run("add", "table", "ip", "another")
+	write("ip daddr 10.0.0.3 drop")
+	if k := resolve(); k == nil || k.chains["a"] != hashRule(fnvOffset64, "ip daddr 10.0.0.3 drop") {
+		t.Fatalf("a write made after someone else's commit did not resolve to its text: %+v", k)
+	}
+
+	// A failed transaction notes nothing and leaves the baseline.
+	tx := real.NewTransaction()
+	tx.Flush(&knftables.Chain{Name: "a"})
+	tx.Add(&knftables.Rule{Chain: "a", Rule: "this is not a rule"})
+	if err := link.runTracked(table, tx.String, func() error { return real.Run(context.Background(), tx) }); err == nil {
+		t.Fatal("the broken transaction succeeded")
+	}
+	if k := resolve(); k == nil || k.chains["a"] != hashRule(fnvOffset64, "ip daddr 10.0.0.3 drop") {
+		t.Fatalf("after a failed transaction: %+v", k)
+	}
+
+	// A link that cannot open sockets runs the transaction and confirms nothing.
+	broken := newNFTLink(func() (int, error) { return -1, errors.New("no netlink") })
+	ran := false
+	if err := broken.runTracked(table, tx.String, func() error { ran = true; return nil }); err != nil || !ran {
+		t.Errorf("without netlink, runTracked ran=%v err=%v", ran, err)
+	}
+}
+
+func TestRealKernelDriftCheckOverNetlink(t *testing.T) {
+	real, run := realNFT(t, knftables.IPv4Family)
+	rec := &txText{Interface: real}
+	_, fp := NewFakeProxier(v1.IPv4Protocol)
+	fp.nftables = rec
+	fp.maxTransactionOps = 50
+	linkKernel(t, fp, real)
+	refFake, ref := NewFakeProxier(v1.IPv4Protocol)
+	setSplitTestCluster(fp, 1)
+	setSplitTestCluster(ref, 1)
+	sync := func() {
+		t.Helper()
+		if err := fp.syncProxyRules(); err != nil {
+			t.Fatal(err)
+		}
+		if err := ref.syncProxyRules(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sync()
+	// check runs a periodic full sync and checks what it re-wrote and how often it listed the
+	// table as text.
+	check := func(step string, wantWritten []string, wantListings int) {
+		t.Helper()
+		n, listings := len(rec.texts), textListings(t, real)
+		stale := maps.Clone(fp.staleChains)
+		periodicFullSync(t, fp)
+		written := rec.writtenServiceChains(n)
+		// Stale chains (of the endpoints before generation 2) are flushed again by every full
+		// sync until they are old enough to delete, and then deleted; they are not re-writes.
+		for chain := range fp.staleChains {
+			delete(written, chain)
+		}
+		for chain := range stale {
+			delete(written, chain)
+		}
+		if len(written) != len(wantWritten) {
+			t.Errorf("%s: the full sync re-wrote %v, want %v", step, written, wantWritten)
+		}
+		for _, chain := range wantWritten {
+			if !written[chain] {
+				t.Errorf("%s: the full sync did not re-write %s", step, chain)
+			}
+		}
+		if got := textListings(t, real) - listings; got != wantListings {
+			t.Errorf("%s: the full sync listed the table as text %d times, want %d", step, got, wantListings)
+		}
+		checkServiceChainsMatch(t, refFake, run, "ip")
+	}
+	check("after the first sync", nil, 0)
+
+	// New endpoints everywhere (a partial sync re-writes every service port), then someone
+	// else commits: kube-proxy's writes cannot be confirmed, so the full sync lists the table
+	// as text, once, and finds nothing to re-write.
+	setSplitTestCluster(fp, 2)
+	setSplitTestCluster(ref, 2)
+	sync()
+	run("add", "table", "ip", "other")
+	check("after someone else's commit", nil, 1)
+	check("the next full sync", nil, 0)
+
+	// A rule replaced behind kube-proxy's back keeps its handle; its chain is still found and
+	// re-written, without a text listing.
+	var damaged string
+	for name := range refFake.Table.Chains {
+		if strings.HasPrefix(name, "service-") && strings.HasSuffix(name, "ns/svc3/tcp/a") {
+			damaged = name
+		}
+	}
+	m := ruleHandleRegexp.FindAllStringSubmatch(run("-a", "list", "chain", "ip", kubeProxyTable, damaged), -1)
+	if len(m) < 2 {
+		t.Fatalf("no rule in %s", damaged)
+	}
+	run("replace", "rule", "ip", kubeProxyTable, damaged, "handle", m[1][1], "counter")
+	check("after a rule was replaced", []string{damaged}, 0)
+	check("after the repair", nil, 0)
+}
