@@ -192,8 +192,9 @@ func genAfter(a, b uint32) bool {
 
 // noteWrites notes the chain writes of a committed transaction's nft text (knftables' format,
 // one command per line) as pending writes of epoch: a flushed chain holds the rules added to it
-// after the flush. Any other change to a chain's rules makes the write unsure; a deleted chain,
-// or a deleted or flushed table, is forgotten.
+// after the flush, and so does a chain with a pending write of the same epoch (an earlier
+// transaction of the sync flushed it) to which rules are added. Any other change to a chain's
+// rules makes the write unsure; a deleted chain, or a deleted or flushed table, is forgotten.
 func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 	writes := map[string]pendingWrite{}
 	sc := bufio.NewScanner(strings.NewReader(text))
@@ -216,6 +217,10 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 		}
 		chain := f[4]
 		w, seen := writes[chain]
+		if p, ok := m.pending[chain]; !seen && ok && !p.unsure && !unsure && p.epoch == epoch {
+			// Written earlier, with no commit by anyone else since: the kernel holds p.
+			w, seen = p, true
+		}
 		switch {
 		case typ == "chain" && verb == "flush":
 			writes[chain] = pendingWrite{text: fnvOffset64, epoch: epoch, unsure: unsure}

@@ -305,3 +305,18 @@ func TestRealKernelDriftCheckOverNetlink(t *testing.T) {
 	check("after a rule was replaced", []string{damaged}, 0)
 	check("after the repair", nil, 0)
 }
+
+func TestNoteWritesAcrossTransactions(t *testing.T) {
+	m := &chainMemory{baselines: map[string]chainBaseline{}, pending: map[string]pendingWrite{}}
+	m.noteWrites("flush chain ip kube-proxy a\nadd rule ip kube-proxy a counter\n", 4, false)
+	// A later transaction of the same epoch adds a rule to a without flushing it.
+	m.noteWrites("add rule ip kube-proxy a drop\n", 4, false)
+	if p, want := m.pending["a"], hashRule(hashRule(fnvOffset64, "counter"), "drop"); p.unsure || p.text != want {
+		t.Errorf("rules added over two transactions: pending %+v, want text %x", p, want)
+	}
+	// After someone else's commit (a new epoch) the same addition is unsure.
+	m.noteWrites("add rule ip kube-proxy a drop\n", 5, false)
+	if p := m.pending["a"]; !p.unsure {
+		t.Errorf("a rule added in a later epoch: pending %+v, want unsure", p)
+	}
+}

@@ -101,7 +101,8 @@ func openNetfilterSocket() (int, error) {
 
 // newNFTNetlink wraps the socket fd, which it then owns.
 func newNFTNetlink(fd int) *nftNetlink {
-	return &nftNetlink{fd: fd, buf: make([]byte, 1<<20)}
+	// A dump's messages come in buffers of at most 32 KiB.
+	return &nftNetlink{fd: fd, buf: make([]byte, 128<<10)}
 }
 
 // close closes the socket.
@@ -176,9 +177,12 @@ func (c *nftNetlink) request(msg uint16, family uint8, dump bool, attrs []byte, 
 	}
 	var failed error
 	for {
-		n, _, err := unix.Recvfrom(c.fd, c.buf, 0)
+		n, _, rflags, _, err := unix.Recvmsg(c.fd, c.buf, nil, 0)
 		if err != nil {
 			return fmt.Errorf("reading a netlink answer: %w", err)
+		}
+		if rflags&unix.MSG_TRUNC != 0 {
+			return fmt.Errorf("a netlink answer was larger than %d bytes", len(c.buf))
 		}
 		b := c.buf[:n]
 		for len(b) >= unix.NLMSG_HDRLEN {
