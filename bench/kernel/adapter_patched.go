@@ -87,6 +87,13 @@ func describeOptions(a proxierArgs) string {
 	return fmt.Sprintf("%+v", o)
 }
 
+// netlinkReadSeconds returns the summed time the proxier's drift checks have spent reading the
+// table over netlink so far.
+func netlinkReadSeconds(family v1.IPFamily) float64 {
+	v, _ := testutil.GetHistogramMetricValue(metrics.SyncFullProxyRulesDriftReadSeconds.WithLabelValues(string(family), "netlink"))
+	return v
+}
+
 // plannedFullSync reads the proxier's plan from its next-full-sync gauge.
 func plannedFullSync(family v1.IPFamily) (time.Time, bool) {
 	v, err := testutil.GetGaugeMetricValue(metrics.SyncFullProxyRulesNextTimestamp.WithLabelValues(string(family)))

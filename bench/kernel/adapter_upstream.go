@@ -28,5 +28,8 @@ func newSingleStack(ctx context.Context, family v1.IPFamily, a proxierArgs) (pro
 
 func describeOptions(proxierArgs) string { return "upstream" }
 
+// netlinkReadSeconds: upstream does not read the table over netlink.
+func netlinkReadSeconds(v1.IPFamily) float64 { return 0 }
+
 // plannedFullSync: upstream exposes no plan.
 func plannedFullSync(v1.IPFamily) (time.Time, bool) { return time.Time{}, false }

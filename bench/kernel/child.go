@@ -48,6 +48,9 @@ type childEvent struct {
 	EndNS      int64  `json:"end_ns"`
 	Kinds      string `json:"kinds,omitempty"`
 	InternalNS int64  `json:"internal_ns,omitempty"`
+	// NetlinkReadNS is the time the proxier's drift checks spent reading the table over
+	// netlink (not an nft invocation, so not in the nft log).
+	NetlinkReadNS int64 `json:"netlink_read_ns,omitempty"`
 	Note       string `json:"note,omitempty"`
 	Err        string `json:"err,omitempty"`
 }
@@ -56,6 +59,7 @@ type childEvent struct {
 type syncCounts struct {
 	full, partial uint64
 	sum           float64
+	netlinkRead   float64 // seconds
 }
 
 func readCounts(fams []string) map[string]syncCounts {
@@ -65,9 +69,19 @@ func readCounts(fams []string) map[string]syncCounts {
 		full, _ := testutil.GetHistogramMetricCount(metrics.SyncFullProxyRulesLatency.WithLabelValues(l))
 		part, _ := testutil.GetHistogramMetricCount(metrics.SyncPartialProxyRulesLatency.WithLabelValues(l))
 		sum, _ := testutil.GetHistogramMetricValue(metrics.SyncProxyRulesLatency.WithLabelValues(l))
-		m[f] = syncCounts{full: full, partial: part, sum: sum}
+		m[f] = syncCounts{full: full, partial: part, sum: sum, netlinkRead: netlinkReadSeconds(ipFamilyOf(f))}
 	}
 	return m
+}
+
+// netlinkReadNS returns the drift checks' netlink read time between two readings, summed over
+// the families.
+func netlinkReadNS(fams []string, before, after map[string]syncCounts) int64 {
+	var s float64
+	for _, f := range fams {
+		s += after[f].netlinkRead - before[f].netlinkRead
+	}
+	return int64(s * 1e9)
 }
 
 // diffCounts describes the syncs between two readings: kinds like "full" or "full+partial"
@@ -279,7 +293,7 @@ func childMain(argv []string) int {
 	end := time.Now()
 	after := readCounts(sh.Families)
 	kinds, internal, nfull, _ := diffCounts(sh.Families, before, after)
-	ev := childEvent{Phase: startLabel, StartNS: start.UnixNano(), EndNS: end.UnixNano(), Kinds: kinds, InternalNS: int64(internal)}
+	ev := childEvent{Phase: startLabel, StartNS: start.UnixNano(), EndNS: end.UnixNano(), Kinds: kinds, InternalNS: int64(internal), NetlinkReadNS: netlinkReadNS(sh.Families, before, after)}
 	if nfull != len(sh.Families) {
 		ev.Err = "the start-up sync was not one full sync per family (did it fail? see the child log)"
 	}
@@ -303,8 +317,9 @@ func childMain(argv []string) int {
 			}
 			done, err := waitSyncs(sh.Families, before, false, start, *timeout)
 			// A second sync may follow if the runner coalesced badly; give it no time.
-			kinds, internal, nfull, _ := diffCounts(sh.Families, before, readCounts(sh.Families))
-			last = childEvent{Phase: PhasePartial, StartNS: start.UnixNano(), EndNS: done.UnixNano(), Kinds: kinds, InternalNS: int64(internal)}
+			after := readCounts(sh.Families)
+			kinds, internal, nfull, _ := diffCounts(sh.Families, before, after)
+			last = childEvent{Phase: PhasePartial, StartNS: start.UnixNano(), EndNS: done.UnixNano(), Kinds: kinds, InternalNS: int64(internal), NetlinkReadNS: netlinkReadNS(sh.Families, before, after)}
 			if err != nil {
 				last.Err = err.Error()
 				break
@@ -356,8 +371,10 @@ func childMain(argv []string) int {
 				pev.Err = err.Error()
 			}
 		}
-		pev.Kinds, internal, _, _ = diffCounts(sh.Families, before, readCounts(sh.Families))
+		after := readCounts(sh.Families)
+		pev.Kinds, internal, _, _ = diffCounts(sh.Families, before, after)
 		pev.InternalNS = int64(internal)
+		pev.NetlinkReadNS = netlinkReadNS(sh.Families, before, after)
 		emit(pev)
 
 	}

@@ -171,7 +171,7 @@ func (o *orchestrator) results(tree string, sh Shape, size int, cr childResult) 
 		}
 		p := &PhaseResult{Tree: tree, Shape: sh.Name, Size: size, Phase: ev.Phase, Ran: true, Err: ev.Err, Note: ev.Note,
 			StartNS: ev.StartNS, EndNS: ev.EndNS, Wall: time.Duration(ev.EndNS - ev.StartNS), SyncKinds: ev.Kinds,
-			Internal: time.Duration(ev.InternalNS), NFT: SummarizeNFT(cr.nft, ev.StartNS, ev.EndNS)}
+			Internal: time.Duration(ev.InternalNS), NetlinkRead: time.Duration(ev.NetlinkReadNS), NFT: SummarizeNFT(cr.nft, ev.StartNS, ev.EndNS)}
 		out = append(out, p)
 	}
 	if cr.err != nil && len(out) > 0 && out[len(out)-1].Err == "" {

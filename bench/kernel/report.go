@@ -39,6 +39,7 @@ type PhaseResult struct {
 	Wall               time.Duration // measured outside the proxier
 	SyncKinds          string        // which syncs ran, from the proxier's latency histograms ("full", "partial", "full+full")
 	Internal           time.Duration // the proxier's own sync latency (histogram sums)
+	NetlinkRead        time.Duration // the drift checks' netlink reads (patched; not nft invocations)
 	NFT                NFTStats
 	RTNL               LatencySummary
 	Extrapolated       bool
@@ -118,6 +119,9 @@ func FormatCell(p *PhaseResult) string {
 	s := fmt.Sprintf("wall %s ms [%s], nft %d (w%d r%d c%d), max write %s ms, max read %s ms, nft total %s ms (user %s / sys %s ms), reads %s ms, %s",
 		ms(p.Wall), p.SyncKinds, n.Count, n.Writes, n.Reads, n.Checks, ms(n.MaxWrite), ms(n.MaxRead), ms(n.Total), ms(n.User), ms(n.Sys), ms(n.ReadTotal),
 		formatRTNL(p.RTNL))
+	if p.NetlinkRead > 0 {
+		s += fmt.Sprintf(", netlink reads %s ms", ms(p.NetlinkRead))
+	}
 	if n.FailedWrites > 0 {
 		s += fmt.Sprintf(", %d nft writes FAILED", n.FailedWrites)
 	}

@@ -123,6 +123,21 @@ var SyncProxyRulesGenerationSeconds = metrics.NewHistogramVec(
 	[]string{"ip_family"},
 )
 
+// SyncFullProxyRulesDriftReadSeconds is, per full sync, how long the drift check took to read
+// kube-proxy's table from the kernel: source "netlink" for the netlink dump, "text" for nft's
+// text listing, which the check falls back to when the dump's chain baselines do not cover
+// every chain (at start-up, or after another program's commit raced kube-proxy's writes).
+var SyncFullProxyRulesDriftReadSeconds = metrics.NewHistogramVec(
+	&metrics.HistogramOpts{
+		Subsystem:      kubeProxySubsystem,
+		Name:           "sync_full_proxy_rules_drift_read_duration_seconds",
+		Help:           "Per full sync, how long the drift check took to read the table from the kernel, by source (netlink dump, or nft's text listing).",
+		Buckets:        metrics.ExponentialBuckets(0.001, 2, 18),
+		StabilityLevel: metrics.ALPHA,
+	},
+	[]string{"ip_family", "source"},
+)
+
 // registerRuleSyncMetrics registers the metrics of the full-sync schedule and of nftables
 // transaction splitting; RegisterMetrics calls it.
 func registerRuleSyncMetrics() {
@@ -134,4 +149,5 @@ func registerRuleSyncMetrics() {
 	legacyregistry.MustRegister(SyncProxyRulesGeneratedServicePorts)
 	legacyregistry.MustRegister(SyncProxyRulesGenerationSeconds)
 	legacyregistry.MustRegister(SyncFullProxyRulesChainsRewrittenTotal)
+	legacyregistry.MustRegister(SyncFullProxyRulesDriftReadSeconds)
 }

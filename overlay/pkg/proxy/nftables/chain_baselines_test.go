@@ -24,6 +24,9 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/component-base/metrics/testutil"
+	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
+	"k8s.io/kubernetes/pkg/proxy/metrics"
 	"sigs.k8s.io/knftables"
 )
 
@@ -248,11 +251,21 @@ func TestRealKernelDriftCheckOverNetlink(t *testing.T) {
 		}
 	}
 	sync()
+	metrics.RegisterMetrics(kubeproxyconfig.ProxyModeNFTables)
+	driftReads := func(source string) uint64 {
+		t.Helper()
+		n, err := testutil.GetHistogramMetricCount(metrics.SyncFullProxyRulesDriftReadSeconds.WithLabelValues(string(v1.IPv4Protocol), source))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	// check runs a periodic full sync and checks what it re-wrote and how often it listed the
 	// table as text.
 	check := func(step string, wantWritten []string, wantListings int) {
 		t.Helper()
 		n, listings := len(rec.texts), textListings(t, real)
+		reads := map[string]uint64{"netlink": driftReads("netlink"), "text": driftReads("text")}
 		stale := maps.Clone(fp.staleChains)
 		periodicFullSync(t, fp)
 		written := rec.writtenServiceChains(n)
@@ -274,6 +287,12 @@ func TestRealKernelDriftCheckOverNetlink(t *testing.T) {
 		}
 		if got := textListings(t, real) - listings; got != wantListings {
 			t.Errorf("%s: the full sync listed the table as text %d times, want %d", step, got, wantListings)
+		}
+		// The drift-read metric counts the same reads: one netlink dump, and the text listings.
+		for source, want := range map[string]uint64{"netlink": 1, "text": uint64(wantListings)} {
+			if got := driftReads(source) - reads[source]; got != want {
+				t.Errorf("%s: %s reads in the metric: %d, want %d", step, source, got, want)
+			}
 		}
 		checkServiceChainsMatch(t, refFake, run, "ip")
 	}

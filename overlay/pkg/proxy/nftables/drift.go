@@ -27,6 +27,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/pkg/proxy/metrics"
 	"sigs.k8s.io/knftables"
 )
 
@@ -232,6 +233,7 @@ func (proxier *Proxier) listKernel(ctx context.Context) (*kernelListing, error) 
 	table := proxier.nftFamily() + " " + kubeProxyTable
 	start := time.Now()
 	snap, err := link.snapshot(proxier.nfproto(), kubeProxyTable)
+	proxier.observeDriftRead("netlink", start)
 	if err != nil {
 		proxier.logger.V(2).Info("Cannot read the table over netlink; listing it as text", "err", err)
 		return proxier.listKernelText(ctx)
@@ -253,6 +255,11 @@ func (proxier *Proxier) listKernel(ctx context.Context) (*kernelListing, error) 
 	return k, nil
 }
 
+// observeDriftRead records how long a drift check's read from source took, since start.
+func (proxier *Proxier) observeDriftRead(source string, start time.Time) {
+	metrics.SyncFullProxyRulesDriftReadSeconds.WithLabelValues(string(proxier.ipFamily), source).Observe(time.Since(start).Seconds())
+}
+
 // nfproto returns the netlink family of the proxier's table.
 func (proxier *Proxier) nfproto() uint8 {
 	if proxier.ipFamily == v1.IPv6Protocol {
@@ -267,7 +274,9 @@ func (proxier *Proxier) nfproto() uint8 {
 // use). A table that does not exist lists as empty.
 func (proxier *Proxier) listKernelText(ctx context.Context) (*kernelListing, error) {
 	family := proxier.nftFamily()
+	start := time.Now()
 	out, err := exec.CommandContext(ctx, "nft", "-t", "list", "table", family, kubeProxyTable).Output()
+	proxier.observeDriftRead("text", start)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && strings.Contains(string(exit.Stderr), "No such file or directory") {
 		return &kernelListing{chains: map[string]uint64{}, listedSets: true}, nil
