@@ -17,7 +17,6 @@ limitations under the License.
 package nftables
 
 import (
-	"bufio"
 	"hash/maphash"
 	"strings"
 	"sync"
@@ -197,11 +196,7 @@ func genAfter(a, b uint32) bool {
 // rules makes the write unsure; a deleted chain, or a deleted or flushed table, is forgotten.
 func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 	writes := map[string]pendingWrite{}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		// "<verb> <type> <family> <table> <name>[ <rest>]"
-		f := strings.SplitN(sc.Text(), " ", 6)
+	for f := range nftCommands(text) {
 		if len(f) < 4 {
 			continue
 		}

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -169,15 +170,25 @@ func chainWritesOf(rec *servicePortRecorder) []chainWrite {
 	return writes
 }
 
+// nftCommands yields each line of nft command text split into at most six fields,
+// "<verb> <type> <family> <table> <name>[ <rest>]", the last keeping its spaces.
+func nftCommands(text string) iter.Seq[[]string] {
+	return func(yield func([]string) bool) {
+		sc := bufio.NewScanner(strings.NewReader(text))
+		sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+		for sc.Scan() {
+			if !yield(strings.SplitN(sc.Text(), " ", 6)) {
+				return
+			}
+		}
+	}
+}
+
 // hashChainText hashes the chains in nft command text (a transaction, or knftables' Fake's
 // dump): "add chain" starts an unknown chain empty, "flush chain" empties a chain, "add rule"
 // extends it, "delete chain" forgets it, and any other rule operation leaves it unknown.
 func hashChainText(text string, hashes map[string]uint64) {
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		// "<verb> <type> <family> <table> <name>[ <rest>]"
-		f := strings.SplitN(sc.Text(), " ", 6)
+	for f := range nftCommands(text) {
 		if len(f) < 5 || f[1] != "chain" && f[1] != "rule" {
 			continue
 		}
