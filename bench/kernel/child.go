@@ -50,9 +50,9 @@ type childEvent struct {
 	InternalNS int64  `json:"internal_ns,omitempty"`
 	// NetlinkReadNS is the time the proxier's drift checks spent reading the table over
 	// netlink (not an nft invocation, so not in the nft log).
-	NetlinkReadNS int64 `json:"netlink_read_ns,omitempty"`
-	Note       string `json:"note,omitempty"`
-	Err        string `json:"err,omitempty"`
+	NetlinkReadNS int64  `json:"netlink_read_ns,omitempty"`
+	Note          string `json:"note,omitempty"`
+	Err           string `json:"err,omitempty"`
 }
 
 // syncCounts is the proxier's count of full and partial syncs, and their summed latency.
