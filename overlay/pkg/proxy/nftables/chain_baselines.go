@@ -133,20 +133,18 @@ func (l *nftLink) open() (*nftNetlink, error) {
 func (l *nftLink) runTracked(table string, txText func() string, run func() error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c, err := l.open()
-	if err != nil {
-		runErr := run()
-		l.lost()
-		if runErr == nil {
-			l.memory(table).noteWrites(txText(), l.epoch, true)
-		}
-		return runErr
+	var before, after uint32
+	c, errGen := l.open()
+	if errGen == nil {
+		defer c.close()
+		before, errGen = c.generation()
 	}
-	defer c.close()
-	before, errBefore := c.generation()
 	runErr := run()
-	after, errAfter := c.generation()
-	if errBefore != nil || errAfter != nil {
+	if errGen == nil {
+		after, errGen = c.generation()
+	}
+	if errGen != nil {
+		// Without the generations nothing is known of what happened around the commit.
 		l.lost()
 		if runErr == nil {
 			l.memory(table).noteWrites(txText(), l.epoch, true)
@@ -290,8 +288,8 @@ func (l *nftLink) resolve(table string, snap *tableSnapshot) *kernelListing {
 
 // rebaseline records, after a text listing of table, a baseline for every chain that the
 // snapshot and the listing both hold, if the ruleset was at the snapshot's generation when the
-// listing ended (gen, known). Otherwise it forgets the table, so that the next full sync lists
-// it as text again.
+// listing ended (gen, known). Otherwise (and then listing may be nil) it forgets the table, so
+// that the next full sync lists it as text again.
 func (l *nftLink) rebaseline(table string, snap *tableSnapshot, listing *kernelListing, gen uint32, known bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

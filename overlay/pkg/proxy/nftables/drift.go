@@ -241,7 +241,7 @@ func (proxier *Proxier) listKernel(ctx context.Context) (*kernelListing, error) 
 	if link == nil {
 		return proxier.listKernelText(ctx)
 	}
-	table := proxier.nftFamily() + " " + kubeProxyTable
+	table := proxier.linkTable()
 	start := time.Now()
 	snap, err := link.snapshot(proxier.nfproto(), kubeProxyTable)
 	proxier.observeDriftRead("netlink", start)
@@ -254,21 +254,24 @@ func (proxier *Proxier) listKernel(ctx context.Context) (*kernelListing, error) 
 		return k, nil
 	}
 	k, err := proxier.listKernelText(ctx)
-	gen, genErr := link.generation()
 	if err != nil {
-		k = &kernelListing{}
-	}
-	link.rebaseline(table, snap, k, gen, err == nil && genErr == nil)
-	proxier.logger.V(2).Info("Listed the table as text to record chain baselines", "chains", len(snap.chains), "elapsed", time.Since(start))
-	if err != nil {
+		link.rebaseline(table, snap, nil, 0, false)
 		return nil, err
 	}
+	gen, genErr := link.generation()
+	link.rebaseline(table, snap, k, gen, genErr == nil)
+	proxier.logger.V(2).Info("Listed the table as text to record chain baselines", "chains", len(snap.chains), "elapsed", time.Since(start))
 	return k, nil
 }
 
 // observeDriftRead records how long a drift check's read from source took, since start.
 func (proxier *Proxier) observeDriftRead(source string, start time.Time) {
 	metrics.SyncFullProxyRulesDriftReadSeconds.WithLabelValues(string(proxier.ipFamily), source).Observe(time.Since(start).Seconds())
+}
+
+// linkTable names the proxier's table in its kernel link's memory.
+func (proxier *Proxier) linkTable() string {
+	return proxier.nftFamily() + " " + kubeProxyTable
 }
 
 // nfproto returns the netlink family of the proxier's table.

@@ -55,7 +55,7 @@ type txSplitter struct {
 func (proxier *Proxier) newTxSplitter() *txSplitter {
 	s := &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily)}
 	if !proxier.rewriteAllOnFullSync {
-		s.link, s.table = proxier.kernelLink, proxier.nftFamily()+" "+kubeProxyTable
+		s.link, s.table = proxier.kernelLink, proxier.linkTable()
 	}
 	return s
 }
