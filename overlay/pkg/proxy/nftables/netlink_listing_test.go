@@ -17,6 +17,7 @@ limitations under the License.
 package nftables
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,13 +85,7 @@ func TestRealKernelNetlinkSnapshot(t *testing.T) {
 	if first.gen != gen0+1 {
 		t.Errorf("one nft -f moved the generation from %d to %d, want one step", gen0, first.gen)
 	}
-	if got := slices.Sorted(func(yield func(string) bool) {
-		for c := range first.chains {
-			if !yield(c) {
-				return
-			}
-		}
-	}); !slices.Equal(got, []string{"a", "b", "c"}) {
+	if got := slices.Sorted(maps.Keys(first.chains)); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Errorf("chains %v, want [a b c]", got)
 	}
 	if !slices.Equal(first.sets, []string{"s"}) {
@@ -101,7 +96,7 @@ func TestRealKernelNetlinkSnapshot(t *testing.T) {
 	}
 	// Another table's change leaves this table's hashes alone.
 	run("add", "table", "ip", "other")
-	if s := snap(); !sameHashes(s.chains, first.chains) {
+	if s := snap(); !maps.Equal(s.chains, first.chains) {
 		t.Error("adding another table changed this table's chain hashes")
 	}
 
@@ -162,17 +157,4 @@ func TestRealKernelNetlinkSnapshot(t *testing.T) {
 	if got := snap().chains["a"]; got != first.chains["a"] {
 		t.Error("chain a, re-written with its first rules, hashes differently from the first time")
 	}
-}
-
-// sameHashes reports whether a and b hold the same chains with the same hashes.
-func sameHashes(a, b map[string]uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
