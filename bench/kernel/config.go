@@ -51,6 +51,7 @@ type Options struct {
 	Shapes      []string      // SHAPES
 	Sizes       []int         // SIZES; nil = each shape's defaults
 	UpstreamMax int           // UPSTREAM_MAX: upstream is not run above this size (extrapolated instead)
+	UpgradeMax  int           // UPGRADE_MAX: above UPSTREAM_MAX and up to this size, upstream runs its cold start only, to give the upgrade its table
 	Slot        time.Duration // PERIODIC_SLOT: the patched schedule's period while measuring a periodic sync
 	Idle        time.Duration // IDLE_SECONDS: RTNL idle window per shape and size
 	Timeout     time.Duration // PHASE_TIMEOUT: limit for one proxier process
@@ -63,6 +64,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		UpstreamMax: 24000,
+		UpgradeMax:  36000,
 		Slot:        30 * time.Second,
 		Idle:        3 * time.Second,
 		Timeout:     45 * time.Minute,
@@ -121,6 +123,13 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 			return o, fmt.Errorf("UPSTREAM_MAX: want one size, got %q", v)
 		}
 		o.UpstreamMax = sz[0]
+	}
+	if v := getenv("UPGRADE_MAX"); v != "" {
+		sz, err := ParseSizes(v)
+		if err != nil || len(sz) != 1 {
+			return o, fmt.Errorf("UPGRADE_MAX: want one size, got %q", v)
+		}
+		o.UpgradeMax = sz[0]
 	}
 	for _, d := range []struct {
 		name string

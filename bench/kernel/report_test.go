@@ -121,12 +121,12 @@ func TestFormatSizeRun(t *testing.T) {
 }
 
 func TestOptionsFromEnv(t *testing.T) {
-	env := map[string]string{"SIZES": "6k, 1000,1000", "SHAPES": "ipv6,dualstack", "UPSTREAM_MAX": "12k", "PERIODIC_SLOT": "45", "RTNL_INTERVAL": "50", "PHASE_TIMEOUT": "90s"}
+	env := map[string]string{"SIZES": "6k, 1000,1000", "SHAPES": "ipv6,dualstack", "UPSTREAM_MAX": "12k", "UPGRADE_MAX": "24k", "PERIODIC_SLOT": "45", "RTNL_INTERVAL": "50", "PHASE_TIMEOUT": "90s"}
 	o, err := OptionsFromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(o.Shapes, ",") != "ipv6,dualstack" || o.UpstreamMax != 12000 || o.Slot != 45*time.Second || o.ProbeEvery != 50*time.Millisecond || o.Timeout != 90*time.Second {
+	if strings.Join(o.Shapes, ",") != "ipv6,dualstack" || o.UpstreamMax != 12000 || o.UpgradeMax != 24000 || o.Slot != 45*time.Second || o.ProbeEvery != 50*time.Millisecond || o.Timeout != 90*time.Second {
 		t.Errorf("options %+v", o)
 	}
 	sh, _ := ShapeByName("ipv6")
@@ -134,13 +134,13 @@ func TestOptionsFromEnv(t *testing.T) {
 		t.Errorf("SizesFor = %v", got)
 	}
 	d, _ := OptionsFromEnv(func(string) string { return "" })
-	if len(d.Shapes) != len(Shapes) || d.Sizes != nil {
+	if len(d.Shapes) != len(Shapes) || d.Sizes != nil || d.UpstreamMax != 24000 || d.UpgradeMax != 36000 {
 		t.Errorf("defaults %+v", d)
 	}
 	if got := d.SizesFor(sh); len(got) != 5 || got[4] != 36000 {
 		t.Errorf("default sizes %v", got)
 	}
-	for _, bad := range []map[string]string{{"SHAPES": "ipv5"}, {"SIZES": "1k,x"}, {"UPSTREAM_MAX": "1,2"}, {"PERIODIC_SLOT": "soon"}, {"PATCHED_ONLY": "1", "UPSTREAM_ONLY": "1"}} {
+	for _, bad := range []map[string]string{{"SHAPES": "ipv5"}, {"SIZES": "1k,x"}, {"UPSTREAM_MAX": "1,2"}, {"UPGRADE_MAX": "big"}, {"PERIODIC_SLOT": "soon"}, {"PATCHED_ONLY": "1", "UPSTREAM_ONLY": "1"}} {
 		if _, err := OptionsFromEnv(func(k string) string { return bad[k] }); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
