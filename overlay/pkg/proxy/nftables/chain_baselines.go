@@ -45,11 +45,14 @@ import (
 //   - else, if the chain has a baseline and kube-proxy has not written it since, the chain
 //     changed behind kube-proxy's back: it is drifted, and its service port is re-written;
 //   - else (a chain kube-proxy never saw, or wrote when someone else was committing too) its
-//     text is unknown, and the full sync lists the table as text, as it did before, and
-//     records a baseline for every chain from that listing.
+//     text is unknown. If the dump shows that it differs from what the sync writes (another
+//     number of rules, or anonymous sets where the sync writes no set literal), its service
+//     port is re-written. Otherwise the full sync lists the table as text, as it did before,
+//     and records a baseline for every chain from that listing.
 //
-// So the text listing runs at start-up, and after commits by others that raced kube-proxy's
-// own; every other full sync reads only the netlink dump. The two proxiers of a dual-stack
+// So the text listing runs at start-up, unless every service port's chains differ (an upgrade
+// from upstream's rule shapes), and after commits by others that raced kube-proxy's own;
+// every other full sync reads only the netlink dump. The two proxiers of a dual-stack
 // kube-proxy share one link, so each one's commits are not "someone else's" to the other.
 
 // chainBaseline pairs a chain's kernel hash with the text hash of the same rules.
@@ -242,8 +245,9 @@ func placedRule(rest string) bool {
 }
 
 // resolve turns a snapshot of table into a listing of text hashes, as described at the top of
-// this file. It returns nil when the text of some chain is unknown; the caller then lists the
-// table as text and calls rebaseline.
+// this file. A chain whose text is unknown is in the listing's unknown chains instead, with its
+// shape; the caller may then list the table as text and call rebaseline. Pending writes are
+// used up either way: one that this snapshot cannot confirm, no later one can.
 func (l *nftLink) resolve(table string, snap *tableSnapshot) *kernelListing {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -256,8 +260,7 @@ func (l *nftLink) resolve(table string, snap *tableSnapshot) *kernelListing {
 		l.newEpoch(snap.gen)
 	}
 	m := l.memory(table)
-	k := &kernelListing{chains: make(map[string]uint64, len(snap.chains)), sets: snap.sets, listedSets: true, drifted: map[string]bool{}}
-	complete := true
+	k := &kernelListing{chains: make(map[string]uint64, len(snap.chains)), sets: snap.sets, listedSets: true, drifted: map[string]bool{}, unknown: map[string]chainShape{}}
 	for chain, kh := range snap.chains {
 		p, written := m.pending[chain]
 		b, based := m.baselines[chain]
@@ -271,16 +274,13 @@ func (l *nftLink) resolve(table string, snap *tableSnapshot) *kernelListing {
 			k.chains[chain] = b.text
 			k.drifted[chain] = true
 		default:
-			complete = false
+			k.unknown[chain] = snap.shapes[chain]
 		}
 	}
 	for chain := range m.baselines {
 		if _, ok := snap.chains[chain]; !ok {
 			delete(m.baselines, chain)
 		}
-	}
-	if !complete {
-		return nil
 	}
 	clear(m.pending)
 	return k

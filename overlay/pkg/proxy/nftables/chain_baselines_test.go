@@ -122,13 +122,13 @@ func TestResolve(t *testing.T) {
 			l := link()
 			k := l.resolve(table, &tableSnapshot{gen: tc.gen, chains: kernel})
 			if !tc.ok {
-				if k != nil {
-					t.Fatalf("resolved %v with a write that cannot be confirmed", k.chains)
+				if _, unknown := k.unknown["x"]; !unknown || len(k.unknown) != 1 {
+					t.Fatalf("with a write that cannot be confirmed: text %v, unknown %v, want only x unknown", k.chains, k.unknown)
 				}
 				return
 			}
-			if k == nil {
-				t.Fatal("not resolved")
+			if len(k.unknown) != 0 {
+				t.Fatalf("not resolved: unknown %v", k.unknown)
 			}
 			if k.chains["intact"] != 1 || k.drifted["intact"] {
 				t.Errorf("intact chain: %x drifted=%v, want its baseline's text", k.chains["intact"], k.drifted["intact"])
@@ -155,13 +155,21 @@ func TestResolve(t *testing.T) {
 	// Someone else committed: the unconfirmed write of x is trusted only if the kernel
 	// still holds exactly the bytes of its baseline.
 	l := link()
-	if k := l.resolve(table, &tableSnapshot{gen: 21, chains: map[string]uint64{"intact": 100, "x": 300}}); k == nil || k.chains["x"] != 3 {
+	if k := l.resolve(table, &tableSnapshot{gen: 21, chains: map[string]uint64{"intact": 100, "x": 300}}); len(k.unknown) != 0 || k.chains["x"] != 3 {
 		t.Error("a chain with its baseline's bytes did not resolve to its baseline's text")
 	}
-	// A chain with neither baseline nor write needs the text listing.
+	// A chain with neither baseline nor write is unknown, with the shape the dump gave it.
 	l = link()
-	if k := l.resolve(table, &tableSnapshot{gen: 20, chains: map[string]uint64{"new": 1}}); k != nil {
-		t.Error("an unknown chain resolved")
+	shape := chainShape{rules: 3, anonRefs: 1}
+	k := l.resolve(table, &tableSnapshot{gen: 20, chains: map[string]uint64{"new": 1, "intact": 100}, shapes: map[string]chainShape{"new": shape, "intact": {rules: 1}}})
+	if _, resolved := k.chains["new"]; resolved || k.unknown["new"] != shape {
+		t.Errorf("a chain with neither baseline nor write: text %v, unknown %+v, want unknown with shape %+v", resolved, k.unknown, shape)
+	}
+	if k.chains["intact"] != 1 || len(k.unknown) != 1 {
+		t.Errorf("the intact chain beside an unknown one: text %x, unknown %+v", k.chains["intact"], k.unknown)
+	}
+	if m := l.memory(table); len(m.pending) != 0 {
+		t.Errorf("pending writes %v left after a resolve", m.pending)
 	}
 }
 
@@ -189,26 +197,26 @@ func TestRealKernelTrackedCommits(t *testing.T) {
 		}
 		return link.resolve(table, snap)
 	}
-	if k := resolve(); k == nil || len(k.chains) != 0 {
+	if k := resolve(); len(k.unknown) != 0 || len(k.chains) != 0 {
 		t.Fatalf("the missing table did not resolve as empty: %+v", k)
 	}
 	write("ip daddr 10.0.0.1 drop")
 	k := resolve()
-	if want := hashRule(fnvOffset64, "ip daddr 10.0.0.1 drop"); k == nil || k.chains["a"] != want {
+	if want := hashRule(fnvOffset64, "ip daddr 10.0.0.1 drop"); len(k.unknown) != 0 || k.chains["a"] != want {
 		t.Fatalf("kube-proxy's own write did not resolve to its text: %+v", k)
 	}
 
 	// Someone else commits after kube-proxy's write: the write cannot be confirmed.
 	write("ip daddr 10.0.0.2 drop")
 	run("add", "table", "ip", "other")
-	if k := resolve(); k != nil {
-		t.Fatalf("a write followed by someone else's commit resolved: %v", k.chains)
+	if k := resolve(); len(k.unknown) != 1 || k.unknown["a"] != (chainShape{rules: 1}) {
+		t.Fatalf("a write followed by someone else's commit: text %v, unknown %+v, want a unknown with one rule", k.chains, k.unknown)
 	}
 
 	// Someone else commits before kube-proxy's write: the write is confirmed.
 	run("add", "table", "ip", "another")
 	write("ip daddr 10.0.0.3 drop")
-	if k := resolve(); k == nil || k.chains["a"] != hashRule(fnvOffset64, "ip daddr 10.0.0.3 drop") {
+	if k := resolve(); len(k.unknown) != 0 || k.chains["a"] != hashRule(fnvOffset64, "ip daddr 10.0.0.3 drop") {
 		t.Fatalf("a write made after someone else's commit did not resolve to its text: %+v", k)
 	}
 
@@ -219,7 +227,7 @@ func TestRealKernelTrackedCommits(t *testing.T) {
 	if err := link.runTracked(table, tx.String, func() error { return real.Run(context.Background(), tx) }); err == nil {
 		t.Fatal("the broken transaction succeeded")
 	}
-	if k := resolve(); k == nil || k.chains["a"] != hashRule(fnvOffset64, "ip daddr 10.0.0.3 drop") {
+	if k := resolve(); len(k.unknown) != 0 || k.chains["a"] != hashRule(fnvOffset64, "ip daddr 10.0.0.3 drop") {
 		t.Fatalf("after a failed transaction: %+v", k)
 	}
 

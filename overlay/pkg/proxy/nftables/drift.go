@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -119,6 +120,18 @@ type chainWrite struct {
 	chain   string
 	hash    uint64
 	unknown bool
+	// rules counts the chain's rules after the operations; braces is set when one of them has
+	// a "{" (only such a rule can hold a set or map literal, which the kernel makes an
+	// anonymous set).
+	rules  int
+	braces bool
+}
+
+// differsFrom reports whether the kernel's chain, of the given shape, certainly holds other
+// rules than w writes: another number of rules, or anonymous sets where w writes none. It
+// never reports a difference that a text listing could show to be none. w is not unknown.
+func (w chainWrite) differsFrom(shape chainShape) bool {
+	return shape.rules != w.rules || shape.anonRefs > 0 && !w.braces
 }
 
 // ruleText returns the text that knftables writes after the chain name for an added rule: the
@@ -163,7 +176,10 @@ func chainWritesOf(rec *servicePortRecorder) []chainWrite {
 			case obj.Index != nil || obj.Handle != nil:
 				writes[i].unknown = true
 			case !writes[i].unknown:
-				writes[i].hash = hashRule(writes[i].hash, ruleText(obj))
+				text := ruleText(obj)
+				writes[i].hash = hashRule(writes[i].hash, text)
+				writes[i].rules++
+				writes[i].braces = writes[i].braces || strings.Contains(text, "{")
 			}
 		}
 	}
@@ -224,13 +240,20 @@ type kernelListing struct {
 	// drifted are chains that changed behind kube-proxy's back since it last saw them; their
 	// hashes are of what they held then.
 	drifted map[string]bool
+	// unknown are chains whose text the netlink dump could not resolve (they are not in
+	// chains), each with its shape. text, when set, lists the table as text the first time it
+	// is called, and returns that listing (nil if listing failed); see chainsIntact.
+	unknown map[string]chainShape
+	text    func() *kernelListing
 }
 
 // listKernel lists kube-proxy's table and hashes each chain's rules. For knftables' Fake it
-// reads the fake's dump. Otherwise, with a kernel link, it reads the table over netlink and
-// resolves the chains' text hashes from their baselines (chain_baselines.go); when that leaves
-// some chain's text unknown, or without a link, it lists the table as text (listKernelText) and,
-// with a link, records baselines from that listing.
+// reads the fake's dump. Without a kernel link it lists the table as text (listKernelText).
+// With one, it reads the table over netlink and resolves the chains' text hashes from their
+// baselines (chain_baselines.go). Chains left unknown are returned with their shapes, and with
+// a text listing that runs only if chainsIntact needs it: it records baselines for every chain.
+// A chain that certainly differs from what the sync writes needs no text (an upgrade from
+// another rule shape re-writes every service port without listing the table as text).
 func (proxier *Proxier) listKernel(ctx context.Context) (*kernelListing, error) {
 	if fake, ok := proxier.nftables.(interface{ Dump() string }); ok {
 		k := &kernelListing{chains: map[string]uint64{}}
@@ -249,18 +272,23 @@ func (proxier *Proxier) listKernel(ctx context.Context) (*kernelListing, error) 
 		proxier.logger.V(2).Info("Cannot read the table over netlink; listing it as text", "err", err)
 		return proxier.listKernelText(ctx)
 	}
-	if k := link.resolve(table, snap); k != nil {
-		proxier.logger.V(4).Info("Read the table over netlink", "chains", len(k.chains), "drifted", len(k.drifted), "elapsed", time.Since(start))
-		return k, nil
+	k := link.resolve(table, snap)
+	proxier.logger.V(4).Info("Read the table over netlink", "chains", len(snap.chains), "drifted", len(k.drifted), "unknown", len(k.unknown), "elapsed", time.Since(start))
+	if len(k.unknown) > 0 {
+		k.text = sync.OnceValue(func() *kernelListing {
+			textStart := time.Now()
+			text, err := proxier.listKernelText(ctx)
+			if err != nil {
+				link.rebaseline(table, snap, nil, 0, false)
+				proxier.logger.Error(err, "Cannot list the table as text; re-writing the service ports whose chains are unknown")
+				return nil
+			}
+			gen, genErr := link.generation()
+			link.rebaseline(table, snap, text, gen, genErr == nil)
+			proxier.logger.V(2).Info("Listed the table as text to record chain baselines", "chains", len(snap.chains), "unknown", len(k.unknown), "elapsed", time.Since(textStart))
+			return text
+		})
 	}
-	k, err := proxier.listKernelText(ctx)
-	if err != nil {
-		link.rebaseline(table, snap, nil, 0, false)
-		return nil, err
-	}
-	gen, genErr := link.generation()
-	link.rebaseline(table, snap, k, gen, genErr == nil)
-	proxier.logger.V(2).Info("Listed the table as text to record chain baselines", "chains", len(snap.chains), "elapsed", time.Since(start))
 	return k, nil
 }
 
@@ -384,13 +412,47 @@ func (proxier *Proxier) startDriftCheck(fullSync bool) {
 // chainsIntact reports whether the kernel holds every chain of writes with the same rules, so
 // that the sync can leave them alone. It only reads the proxier, so the stage's workers call
 // it concurrently.
+//
+// A chain whose text the netlink dump left unknown (kernelListing.unknown) does not need it
+// when its shape already shows that it differs. Only when every chain of writes is intact or
+// unknown, with no shape that differs, does the check list the table as text (once per sync,
+// through kernelListing.text) and compare the unknown chains with that listing.
 func (proxier *Proxier) chainsIntact(writes []chainWrite) bool {
-	if proxier.driftKernel == nil || len(writes) == 0 {
+	k := proxier.driftKernel
+	if k == nil || len(writes) == 0 {
+		return false
+	}
+	undecided := false
+	for _, w := range writes {
+		if w.unknown || k.drifted[w.chain] {
+			return false
+		}
+		if shape, unknown := k.unknown[w.chain]; unknown {
+			if w.differsFrom(shape) {
+				return false
+			}
+			undecided = true
+			continue
+		}
+		if got, present := k.chains[w.chain]; !present || got != w.hash {
+			return false
+		}
+	}
+	if !undecided {
+		return true
+	}
+	var text *kernelListing
+	if k.text != nil {
+		text = k.text()
+	}
+	if text == nil {
 		return false
 	}
 	for _, w := range writes {
-		got, present := proxier.driftKernel.chains[w.chain]
-		if w.unknown || !present || got != w.hash || proxier.driftKernel.drifted[w.chain] {
+		if _, unknown := k.unknown[w.chain]; !unknown {
+			continue
+		}
+		if got, present := text.chains[w.chain]; !present || got != w.hash {
 			return false
 		}
 	}

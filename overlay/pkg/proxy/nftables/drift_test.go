@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -251,5 +252,75 @@ func TestListedForm(t *testing.T) {
 		if hashRule(fnvOffset64, c.rule) != hashRule(fnvOffset64, c.want) {
 			t.Errorf("%q and its listed form hash differently", c.rule)
 		}
+	}
+}
+
+func TestChainWritesOfShapes(t *testing.T) {
+	rec := &servicePortRecorder{}
+	rec.ensureChain("svc", false)
+	rec.entries = append(rec.entries,
+		stageEntry{verb: stageAdd, obj: &knftables.Rule{Chain: "svc", Rule: "numgen random mod 2 0 goto ep-a"}},
+		stageEntry{verb: stageAdd, obj: &knftables.Rule{Chain: "svc", Rule: "goto ep-b"}},
+	)
+	rec.ensureChain("map", false)
+	rec.entries = append(rec.entries,
+		stageEntry{verb: stageAdd, obj: &knftables.Rule{Chain: "map", Rule: "numgen random mod 2 vmap { 0 : goto ep-a, 1 : goto ep-b }"}})
+	rec.ensureChain("empty", false)
+	got := chainWritesOf(rec)
+	want := []chainWrite{
+		{chain: "svc", hash: hashRule(hashRule(fnvOffset64, "numgen random mod 2 0 goto ep-a"), "goto ep-b"), rules: 2},
+		{chain: "map", hash: hashRule(fnvOffset64, "numgen random mod 2 vmap { 0 : goto ep-a, 1 : goto ep-b }"), rules: 1, braces: true},
+		{chain: "empty", hash: fnvOffset64},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("chainWritesOf = %+v, want %+v", got, want)
+	}
+}
+
+func TestChainsIntactListsTextOnlyWhenUndecided(t *testing.T) {
+	setFree := chainWrite{chain: "svc", hash: 7, rules: 2}
+	intact := chainWrite{chain: "ep", hash: 1, rules: 1}
+	for _, tc := range []struct {
+		name      string
+		writes    []chainWrite
+		shape     chainShape // the kernel's shape of "svc", whose text the dump left unknown
+		text      map[string]uint64
+		want      bool
+		listings  int
+		textFails bool
+	}{
+		{name: "another number of rules", writes: []chainWrite{intact, setFree}, shape: chainShape{rules: 1}},
+		{name: "an anonymous set where the sync writes no literal", writes: []chainWrite{intact, setFree}, shape: chainShape{rules: 2, anonRefs: 1}},
+		{name: "a known chain differs before an undecided one", writes: []chainWrite{setFree, {chain: "ep", hash: 2, rules: 1}}, shape: chainShape{rules: 2}},
+		{name: "same shape, same text", writes: []chainWrite{intact, setFree}, shape: chainShape{rules: 2}, text: map[string]uint64{"svc": 7}, want: true, listings: 1},
+		{name: "same shape, other text", writes: []chainWrite{intact, setFree}, shape: chainShape{rules: 2}, text: map[string]uint64{"svc": 8}, listings: 1},
+		{name: "same shape, gone from the text listing", writes: []chainWrite{intact, setFree}, shape: chainShape{rules: 2}, text: map[string]uint64{}, listings: 1},
+		{name: "a set literal may be an anonymous set", writes: []chainWrite{{chain: "svc", hash: 7, rules: 1, braces: true}}, shape: chainShape{rules: 1, anonRefs: 1}, text: map[string]uint64{"svc": 7}, want: true, listings: 1},
+		{name: "the text listing fails", writes: []chainWrite{intact, setFree}, shape: chainShape{rules: 2}, listings: 1, textFails: true},
+		{name: "an unhashed write", writes: []chainWrite{intact, {chain: "svc", unknown: true}}, shape: chainShape{rules: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			listings := 0
+			k := &kernelListing{
+				chains:  map[string]uint64{"ep": 1},
+				unknown: map[string]chainShape{"svc": tc.shape},
+				text: sync.OnceValue(func() *kernelListing {
+					listings++
+					if tc.textFails {
+						return nil
+					}
+					return &kernelListing{chains: tc.text}
+				}),
+			}
+			fp := &Proxier{driftKernel: k}
+			for range 2 { // the listing runs once however often it is needed
+				if got := fp.chainsIntact(tc.writes); got != tc.want {
+					t.Errorf("chainsIntact = %v, want %v", got, tc.want)
+				}
+			}
+			if listings != tc.listings {
+				t.Errorf("listed the table as text %d times, want %d", listings, tc.listings)
+			}
+		})
 	}
 }

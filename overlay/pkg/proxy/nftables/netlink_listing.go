@@ -246,6 +246,22 @@ type tableSnapshot struct {
 	chains map[string]uint64
 	// sets are the table's named sets (neither anonymous nor maps), as nft lists them.
 	sets []string
+	// shapes are the table's chains, each with its number of rules and of references to
+	// anonymous sets.
+	shapes map[string]chainShape
+}
+
+// chainShape is what the kernel's dump says of a chain's rules beyond their hash.
+type chainShape struct {
+	rules int
+	// anonRefs counts the rules' references to anonymous sets (set or map literals).
+	anonRefs int
+}
+
+// setRef is one of a table's sets, as rules name it.
+type setRef struct {
+	handle    uint64
+	anonymous bool
 }
 
 // snapshot reads the table family/table: its chains, its sets and its rules. It fails with
@@ -256,10 +272,10 @@ func (c *nftNetlink) snapshot(family uint8, table string, seed maphash.Seed) (*t
 	if err != nil {
 		return nil, err
 	}
-	snap := &tableSnapshot{gen: before, chains: map[string]uint64{}}
+	snap := &tableSnapshot{gen: before, chains: map[string]uint64{}, shapes: map[string]chainShape{}}
 	filter := nlAttr(nftaTable, nlString(table))
-	// Every set's handle, by name, for the rules that name them.
-	handles := map[string]uint64{}
+	// Every set, by name, for the rules that name them.
+	sets := map[string]setRef{}
 	err = c.request(nftMsgGetSet, family, true, filter, func(attrs []byte) error {
 		var name string
 		var flags uint32
@@ -274,7 +290,7 @@ func (c *nftNetlink) snapshot(family uint8, table string, seed maphash.Seed) (*t
 				handle = binary.BigEndian.Uint64(data)
 			}
 		})
-		handles[name] = handle
+		sets[name] = setRef{handle: handle, anonymous: flags&nftSetAnonymous != 0}
 		if flags&(nftSetAnonymous|nftSetMap|nftSetObject) == 0 {
 			snap.sets = append(snap.sets, name)
 		}
@@ -299,6 +315,7 @@ func (c *nftNetlink) snapshot(family uint8, table string, seed maphash.Seed) (*t
 		})
 		if tbl == table {
 			snap.chains[name] = kernelHashSeed(seed)
+			snap.shapes[name] = chainShape{}
 		}
 		return err
 	})
@@ -325,7 +342,12 @@ func (c *nftNetlink) snapshot(family uint8, table string, seed maphash.Seed) (*t
 		if !ok {
 			return nil // a chain created after the chain dump: the generation check fails
 		}
-		snap.chains[chain], err = hashKernelRule(seed, h, exprs, udata, handles)
+		var anonRefs int
+		snap.chains[chain], anonRefs, err = hashKernelRule(seed, h, exprs, udata, sets)
+		shape := snap.shapes[chain]
+		shape.rules++
+		shape.anonRefs += anonRefs
+		snap.shapes[chain] = shape
 		return err
 	})
 	if err != nil {
@@ -353,8 +375,9 @@ func kernelHashSeed(seed maphash.Seed) uint64 {
 
 // hashKernelRule extends the kernel hash h of a chain's rules with one rule: its expressions
 // and user data as the kernel sent them, and the handle of every set that an expression names
-// (from handles, the table's sets by name). It fails if the expressions are malformed.
-func hashKernelRule(seed maphash.Seed, h uint64, exprs, udata []byte, handles map[string]uint64) (uint64, error) {
+// (from sets, the table's sets by name). It also returns how many of those names are of
+// anonymous sets. It fails if the expressions are malformed.
+func hashKernelRule(seed maphash.Seed, h uint64, exprs, udata []byte, sets map[string]setRef) (uint64, int, error) {
 	var mh maphash.Hash
 	mh.SetSeed(seed)
 	var word [8]byte
@@ -368,6 +391,7 @@ func hashKernelRule(seed maphash.Seed, h uint64, exprs, udata []byte, handles ma
 	put(uint64(len(udata)))
 	_, _ = mh.Write(udata)
 	var inner error
+	anonRefs := 0
 	err := nlAttrs(exprs, func(typ uint16, elem []byte) {
 		if typ != nftaListElem {
 			return
@@ -396,7 +420,11 @@ func hashKernelRule(seed maphash.Seed, h uint64, exprs, udata []byte, handles ma
 		}
 		if err := nlAttrs(data, func(typ uint16, b []byte) {
 			if typ == setAttr {
-				put(handles[cString(b)])
+				ref := sets[cString(b)]
+				put(ref.handle)
+				if ref.anonymous {
+					anonRefs++
+				}
 			}
 		}); err != nil {
 			inner = err
@@ -405,7 +433,7 @@ func hashKernelRule(seed maphash.Seed, h uint64, exprs, udata []byte, handles ma
 	if err == nil {
 		err = inner
 	}
-	return mh.Sum64(), err
+	return mh.Sum64(), anonRefs, err
 }
 
 // snapshot reads table (of netlink family) through a socket of its own, trying again, up to

@@ -94,6 +94,11 @@ func TestRealKernelNetlinkSnapshot(t *testing.T) {
 	if first.chains["a"] == kernelHashSeed(link.seed) || first.chains["a"] == first.chains["c"] {
 		t.Error("chains with different rules hash the same")
 	}
+	// Shapes: a named set is not an anonymous one; a map literal is.
+	wantShapes := map[string]chainShape{"a": {rules: 2}, "b": {rules: 1}, "c": {rules: 1, anonRefs: 1}}
+	if !maps.Equal(first.shapes, wantShapes) {
+		t.Errorf("chain shapes %+v, want %+v", first.shapes, wantShapes)
+	}
 	// Another table's change leaves this table's hashes alone.
 	run("add", "table", "ip", "other")
 	if s := snap(); !maps.Equal(s.chains, first.chains) {

@@ -383,6 +383,60 @@ func TestRealKernelRestartRewritesNothing(t *testing.T) {
 	}
 }
 
+func TestRealKernelUpgradeListsNoText(t *testing.T) {
+	// Upstream's rule shapes wrote the table: every service chain balances with an anonymous
+	// vmap. The set-free proxier that takes it over has no baselines, but the netlink dump
+	// shows that each service port's chains differ (another number of rules, an anonymous set
+	// where it writes none), so it re-writes them all without listing the table as text.
+	real, run := realNFT(t, knftables.IPv4Family)
+	_, old := NewFakeProxier(v1.IPv4Protocol)
+	old.nftables = real
+	old.upstreamRuleShapes = true
+	setSplitTestCluster(old, 1)
+	if err := old.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(run("list", "table", "ip", kubeProxyTable), "vmap {") {
+		t.Fatal("upstream's shapes wrote no anonymous vmap")
+	}
+	listings := textListings(t, real) // the old proxier's own, without a link
+
+	rec := &txText{Interface: real}
+	_, fp := NewFakeProxier(v1.IPv4Protocol)
+	fp.nftables = rec
+	linkKernel(t, fp, real)
+	fp.maxTransactionOps = 50
+	refFake, ref := NewFakeProxier(v1.IPv4Protocol)
+	setSplitTestCluster(fp, 1)
+	setSplitTestCluster(ref, 1)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatalf("taking over upstream's table: %v", err)
+	}
+	if err := ref.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	checkServiceChainsMatch(t, refFake, run, "ip")
+	if strings.Contains(run("list", "table", "ip", kubeProxyTable), "vmap {") {
+		t.Error("an anonymous vmap survived the upgrade")
+	}
+	if n := textListings(t, real) - listings; n != 0 {
+		t.Errorf("the upgrade listed the table as text %d times, want 0", n)
+	}
+	if len(rec.texts) < 2 {
+		t.Errorf("the upgrade ran %d transactions, want it split", len(rec.texts))
+	}
+
+	// Its own writes are its baselines: the next full sync neither lists nor re-writes.
+	n := len(rec.texts)
+	periodicFullSync(t, fp)
+	if written := rec.writtenServiceChains(n); len(written) != 0 {
+		t.Errorf("the full sync after the upgrade re-wrote %d service-port chains", len(written))
+	}
+	if n := textListings(t, real) - listings; n != 0 {
+		t.Errorf("the full sync after the upgrade listed the table as text %d times, want 0", n)
+	}
+}
+
 func TestRealKernelMapShapeRewritesNothing(t *testing.T) {
 	// Service ports above maxSetFreeEndpoints keep upstream's numgen map, which the kernel lists
 	// in its own canonical form; a full sync over them must still find them intact.

@@ -290,6 +290,9 @@ func (st *servicePortStage) listExisting() {
 		for chain := range k.chains {
 			st.existingChains.Insert(chain)
 		}
+		for chain := range k.unknown {
+			st.existingChains.Insert(chain)
+		}
 		st.noteListedSets(k.sets)
 		return
 	}
