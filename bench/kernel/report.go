@@ -233,7 +233,7 @@ func FinalLines(runs []*SizeRun) []string {
 
 	partial := na("ipv4 36000 not run")
 	maxNFT := partial
-	maxRead := ""
+	maxRead, maxFloor := "", ""
 	excess := partial
 	if r36 != nil {
 		if p := r36.Get(TreePatched, PhasePartial); p != nil && p.Ran && p.Err == "" {
@@ -242,11 +242,14 @@ func FinalLines(runs []*SizeRun) []string {
 			partial = na("patched partial sync failed or not run")
 		}
 		var mw, mr, worst time.Duration
+		mwPhase := ""
 		ran := false
 		for _, ph := range Phases {
 			if p := r36.Get(TreePatched, ph); p != nil && p.Ran {
 				ran = true
-				mw = max(mw, p.NFT.MaxWrite)
+				if p.NFT.MaxWrite > mw {
+					mw, mwPhase = p.NFT.MaxWrite, ph
+				}
 				mr = max(mr, p.NFT.MaxRead)
 				worst = max(worst, p.RTNL.Max)
 			}
@@ -254,6 +257,9 @@ func FinalLines(runs []*SizeRun) []string {
 		if ran {
 			maxNFT = ms(mw)
 			maxRead = fmt.Sprintf("max_nft_read_ms_36k: %s", ms(mr))
+			if f := floorOf(r36, mwPhase); f != nil {
+				maxFloor = fmt.Sprintf("max_nft_floor_ms_36k: %s (phase %s, on %s's table: a trivial nft -f write there, which holds no lock while nft fills its cache)", ms(f.Trivial), mwPhase, f.Table)
+			}
 			excess = ms(worst - r36.Idle.Max)
 		} else {
 			maxNFT, excess = na("patched not run"), na("patched not run")
@@ -274,8 +280,10 @@ func FinalLines(runs []*SizeRun) []string {
 		}
 	}
 	var out []string
-	if maxRead != "" {
-		out = append(out, maxRead)
+	for _, l := range []string{maxRead, maxFloor} {
+		if l != "" {
+			out = append(out, l)
+		}
 	}
 	out = append(out,
 		"partial_sync_ms_36k: "+partial,
@@ -284,6 +292,22 @@ func FinalLines(runs []*SizeRun) []string {
 		"fullsync_speedup_24k: "+speedup,
 	)
 	return out
+}
+
+// floorOf returns the floor measured on the table that a patched phase of r runs on: the
+// upgrade starts on upstream's table, every other phase on the patched one. It returns nil if
+// that floor was not measured.
+func floorOf(r *SizeRun, phase string) *Floor {
+	table := TreePatched
+	if phase == PhaseUpgrade {
+		table = TreeUpstream
+	}
+	for i := range r.Floors {
+		if f := &r.Floors[i]; f.Table == table && f.Err == "" && f.Trivial > 0 {
+			return f
+		}
+	}
+	return nil
 }
 
 // sortedKeys returns m's keys in order.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,9 +33,12 @@ func TestFinalLines(t *testing.T) {
 	o := &SizeRun{Shape: "ipv6", Size: 36000}
 	o.Put(phase(TreePatched, "ipv6", 36000, PhasePartial, time.Hour))
 
+	r36.Floors = []Floor{{Table: TreeUpstream, Trivial: 800 * time.Millisecond}, {Table: TreePatched, Trivial: 200 * time.Millisecond}}
+
 	got := FinalLines([]*SizeRun{r24, o, r36})
 	want := []string{
 		"max_nft_read_ms_36k: 900",
+		"max_nft_floor_ms_36k: 200 (phase cold, on patched's table: a trivial nft -f write there, which holds no lock while nft fills its cache)",
 		"partial_sync_ms_36k: 420",
 		"max_nft_ms_36k: 480",
 		"rtnl_excess_ms_36k: 500",
@@ -42,6 +46,15 @@ func TestFinalLines(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("FinalLines =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// The upgrade's longest write ran on upstream's table: its floor is that table's.
+	g := phase(TreePatched, "ipv4", 36000, PhaseUpgrade, 30*time.Second)
+	g.NFT = NFTStats{MaxWrite: 700 * time.Millisecond}
+	r36.Put(g)
+	got = FinalLines([]*SizeRun{r24, o, r36})
+	if !slices.Contains(got, "max_nft_ms_36k: 700") || !strings.HasPrefix(got[1], "max_nft_floor_ms_36k: 800 (phase upgrade, on upstream's table") {
+		t.Errorf("with the upgrade's write the longest: %q", got)
 	}
 }
 
