@@ -124,14 +124,16 @@ var SyncProxyRulesGenerationSeconds = metrics.NewHistogramVec(
 )
 
 // SyncFullProxyRulesDriftReadSeconds is, per full sync, how long the drift check took to read
-// kube-proxy's table from the kernel: source "netlink" for the netlink dump, "text" for nft's
-// text listing, which the check falls back to when the dump's chain baselines do not cover
-// every chain (at start-up, or after another program's commit raced kube-proxy's writes).
+// kube-proxy's table from the kernel: source "generation" when the ruleset generation showed
+// that nothing but kube-proxy has committed since its last complete read (no dump needed),
+// "netlink" for the netlink dump, "text" for nft's text listing, which the check falls back to
+// when the dump's chain baselines do not cover every chain (at start-up, or after another
+// program's commit raced kube-proxy's writes).
 var SyncFullProxyRulesDriftReadSeconds = metrics.NewHistogramVec(
 	&metrics.HistogramOpts{
 		Subsystem:      kubeProxySubsystem,
 		Name:           "sync_full_proxy_rules_drift_read_duration_seconds",
-		Help:           "Per full sync, how long the drift check took to read the table from the kernel, by source (netlink dump, or nft's text listing).",
+		Help:           "Per full sync, how long the drift check took to read the table from the kernel, by source (generation check only, netlink dump, or nft's text listing).",
 		Buckets:        metrics.ExponentialBuckets(0.001, 2, 18),
 		StabilityLevel: metrics.ALPHA,
 	},

@@ -18,6 +18,8 @@ package nftables
 
 import (
 	"hash/maphash"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -73,6 +75,24 @@ type pendingWrite struct {
 type chainMemory struct {
 	baselines map[string]chainBaseline
 	pending   map[string]pendingWrite
+	// held is, while heldValid, the text hash of each of the table's chains as the kernel
+	// holds it, and heldSets its named sets: set by a drift read that resolved every chain
+	// with nothing drifted, and kept through kube-proxy's own confirmed commits since. Any
+	// commit by someone else (a new epoch after heldEpoch) or an unsure write ends it.
+	held      map[string]uint64
+	heldSets  map[string]bool
+	heldValid bool
+	heldEpoch uint64
+}
+
+// hold records chains (text hashes) and sets as what the kernel holds in epoch.
+func (m *chainMemory) hold(chains map[string]uint64, sets []string, epoch uint64) {
+	m.held = maps.Clone(chains)
+	m.heldSets = map[string]bool{}
+	for _, set := range sets {
+		m.heldSets[set] = true
+	}
+	m.heldValid, m.heldEpoch = true, epoch
 }
 
 // nftLink is kube-proxy's netlink view of the nftables of one network namespace.
@@ -91,11 +111,14 @@ type nftLink struct {
 	epoch      uint64
 	epochStart uint32
 	tables     map[string]*chainMemory
+	// maxConfirmNow is the most pending writes that confirmNow confirms at once
+	// (maxConfirmedAtOnce; 0 turns it off).
+	maxConfirmNow int
 }
 
 // newNFTLink returns a link whose sockets dial opens.
 func newNFTLink(dial func() (int, error)) *nftLink {
-	return &nftLink{dial: dial, seed: maphash.MakeSeed(), tables: map[string]*chainMemory{}}
+	return &nftLink{dial: dial, seed: maphash.MakeSeed(), tables: map[string]*chainMemory{}, maxConfirmNow: maxConfirmedAtOnce}
 }
 
 var (
@@ -158,18 +181,92 @@ func (l *nftLink) runTracked(table string, txText func() string, run func() erro
 		l.newEpoch(before)
 	}
 	l.gen = after
-	switch {
-	case runErr != nil:
+	if runErr != nil {
 		if after != before {
 			l.newEpoch(after)
 		}
-	case after == before+1:
-		l.memory(table).noteWrites(txText(), l.epoch, false)
-	default:
-		l.newEpoch(after)
-		l.memory(table).noteWrites(txText(), l.epoch, true)
+		return runErr
 	}
-	return runErr
+	text := txText()
+	switch {
+	case after == before || after == before+1 && certainlyCommits(text):
+		// If after == before, nothing was committed: the transaction only added objects that
+		// exist or flushed empty chains, which is what they hold, and no one else committed.
+		m := l.memory(table)
+		m.noteWrites(text, l.epoch, false)
+		l.confirmNow(c, table, m, after)
+	default:
+		// Someone else committed too, or may have: a transaction that changes nothing
+		// commits nothing, so one commit may have been someone else's.
+		l.newEpoch(after)
+		l.memory(table).noteWrites(text, l.epoch, true)
+	}
+	return nil
+}
+
+// maxConfirmedAtOnce bounds how many chains a transaction may leave pending for confirmNow to
+// confirm them at once, one small dump each; more wait for the next full sync's snapshot.
+const maxConfirmedAtOnce = 512
+
+// confirmNow turns m's pending writes into baselines at once, right after kube-proxy's own
+// commit that left the ruleset at generation gen, when they are few (a partial sync's): it
+// dumps each written chain by name, and keeps what it read if the generation is still gen
+// then, so that no one else can have committed in between. Confirmed writes do not depend on
+// the next full sync, and with no write left pending that sync can use the remembered table
+// (quiet). On any failure the writes stay pending. The caller holds l.mu.
+func (l *nftLink) confirmNow(c *nftNetlink, table string, m *chainMemory, gen uint32) {
+	if len(m.pending) == 0 || len(m.pending) > l.maxConfirmNow {
+		return
+	}
+	family, name := splitLinkTable(table)
+	sets, _, err := c.tableSets(family, name)
+	if err != nil {
+		return
+	}
+	hashes := make(map[string]uint64, len(m.pending))
+	for chain, p := range m.pending {
+		if p.unsure || p.epoch != l.epoch {
+			return
+		}
+		if hashes[chain], err = c.chainHash(family, name, chain, l.seed, sets); err != nil {
+			return
+		}
+	}
+	if now, err := c.generation(); err != nil || now != gen {
+		return
+	}
+	for chain, kh := range hashes {
+		m.baselines[chain] = chainBaseline{kernel: kh, text: m.pending[chain].text}
+	}
+	clear(m.pending)
+}
+
+// splitLinkTable returns the netlink family and the name of a table named as in the link's
+// memory ("<family> <table>").
+func splitLinkTable(table string) (uint8, string) {
+	family, name, _ := strings.Cut(table, " ")
+	if family == "ip6" {
+		return nfprotoIPv6, name
+	}
+	return nfprotoIPv4, name
+}
+
+// certainlyCommits reports whether a transaction (its nft text) that succeeds is sure to
+// commit, so that it moves the ruleset generation: it adds a rule, or deletes or creates an
+// object (either fails if it cannot change anything). Adding an object that exists, or
+// flushing an empty chain, changes nothing, and a transaction of only such operations commits
+// nothing.
+func certainlyCommits(text string) bool {
+	for f := range nftCommands(text) {
+		switch {
+		case len(f) < 2:
+		case f[0] == "delete" || f[0] == "create" || f[0] == "insert" || f[0] == "replace":
+			return true
+		case f[0] == "add" && f[1] == "rule":
+			return true
+		}
+	}
+	return false
 }
 
 // newEpoch notes that someone else committed before generation gen. The caller holds l.mu.
@@ -185,6 +282,12 @@ func (l *nftLink) lost() {
 	l.epoch++
 }
 
+// onlyOwnCommitsSince reports whether every commit after generation gen that the link knows
+// of was one of kube-proxy's own tracked transactions. The caller holds l.mu.
+func (l *nftLink) onlyOwnCommitsSince(gen uint32) bool {
+	return l.genKnown && !genAfter(l.epochStart, gen)
+}
+
 // genAfter reports whether generation a is later than b (generations wrap around).
 func genAfter(a, b uint32) bool {
 	return int32(a-b) > 0
@@ -197,6 +300,9 @@ func genAfter(a, b uint32) bool {
 // rules makes the write unsure; a deleted chain, or a deleted or flushed table, is forgotten.
 func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 	writes := map[string]pendingWrite{}
+	if unsure {
+		m.heldValid = false
+	}
 	for f := range nftCommands(text) {
 		if len(f) < 4 {
 			continue
@@ -206,6 +312,17 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 			clear(writes)
 			clear(m.pending)
 			clear(m.baselines)
+			m.heldValid = false
+			continue
+		}
+		if typ == "set" && len(f) >= 5 {
+			switch {
+			case !m.heldValid:
+			case verb == "add" || verb == "create":
+				m.heldSets[f[4]] = true
+			case verb == "delete" || verb == "destroy":
+				delete(m.heldSets, f[4])
+			}
 			continue
 		}
 		if len(f) < 5 || typ != "chain" && typ != "rule" {
@@ -224,8 +341,12 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 			delete(writes, chain)
 			delete(m.pending, chain)
 			delete(m.baselines, chain)
+			delete(m.held, chain)
 		case typ == "chain":
-			// add/create: the chain exists, its rules are unchanged.
+			// add/create: the chain exists, its rules are unchanged (none, if it is new).
+			if _, ok := m.held[chain]; !ok && m.heldValid {
+				m.held[chain] = fnvOffset64
+			}
 		case verb == "add" && len(f) == 6 && seen && !w.unsure && !placedRule(f[5]):
 			w.text = hashRule(w.text, f[5])
 			writes[chain] = w
@@ -235,6 +356,11 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 	}
 	for chain, w := range writes {
 		m.pending[chain] = w
+		if w.unsure {
+			m.heldValid = false
+		} else if m.heldValid {
+			m.held[chain] = w.text
+		}
 	}
 }
 
@@ -283,6 +409,10 @@ func (l *nftLink) resolve(table string, snap *tableSnapshot) *kernelListing {
 		}
 	}
 	clear(m.pending)
+	m.heldValid = false
+	if len(k.unknown) == 0 && len(k.drifted) == 0 && l.onlyOwnCommitsSince(snap.gen) {
+		m.hold(k.chains, snap.sets, l.epoch)
+	}
 	return k
 }
 
@@ -296,6 +426,7 @@ func (l *nftLink) rebaseline(table string, snap *tableSnapshot, listing *kernelL
 	m := l.memory(table)
 	clear(m.pending)
 	clear(m.baselines)
+	m.heldValid = false
 	if !known || gen != snap.gen {
 		return
 	}
@@ -304,4 +435,32 @@ func (l *nftLink) rebaseline(table string, snap *tableSnapshot, listing *kernelL
 			m.baselines[chain] = chainBaseline{kernel: kh, text: text}
 		}
 	}
+	if l.onlyOwnCommitsSince(snap.gen) {
+		m.hold(listing.chains, snap.sets, l.epoch)
+	}
+}
+
+// quiet returns, when nothing can have changed table since the link last read or wrote it,
+// what the kernel holds, with no dump: the ruleset generation is the one after the last commit
+// the link saw, every commit since the table's last complete read was one of kube-proxy's own,
+// and each of them wrote chains whose rules it knows. A commit is the only way to change a
+// chain, and each one moves the generation, so the table is then exactly as remembered. It
+// returns nil otherwise, and while a write is pending (the caller reads a snapshot).
+func (l *nftLink) quiet(table string) *kernelListing {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.tables[table]
+	if m == nil || !m.heldValid || m.heldEpoch != l.epoch || !l.genKnown || len(m.pending) > 0 {
+		// A pending write needs the snapshot to be confirmed; see confirmNow.
+		return nil
+	}
+	c, err := l.open()
+	if err != nil {
+		return nil
+	}
+	defer c.close()
+	if gen, err := c.generation(); err != nil || gen != l.gen {
+		return nil
+	}
+	return &kernelListing{chains: maps.Clone(m.held), sets: slices.Sorted(maps.Keys(m.heldSets)), listedSets: true, drifted: map[string]bool{}}
 }

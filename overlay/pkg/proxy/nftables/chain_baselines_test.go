@@ -177,6 +177,8 @@ func TestRealKernelTrackedCommits(t *testing.T) {
 	real, run := realNFT(t, knftables.IPv4Family)
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
 	link := linkKernel(t, fp, real)
+	// Writes wait for a snapshot to be confirmed (confirmNow is checked at the end).
+	link.maxConfirmNow = 0
 	const table = "ip kube-proxy"
 	write := func(rule string) {
 		t.Helper()
@@ -231,6 +233,23 @@ func TestRealKernelTrackedCommits(t *testing.T) {
 		t.Fatalf("after a failed transaction: %+v", k)
 	}
 
+	// Confirmed at once, by a dump of the written chain, a write stands even if someone else
+	// commits after it; and the same chain changed behind kube-proxy's back after that is
+	// drifted.
+	link.maxConfirmNow = maxConfirmedAtOnce
+	write("ip daddr 10.0.0.4 drop")
+	if m := link.memory(table); len(m.pending) != 0 {
+		t.Errorf("a one-chain write is still pending: %v", m.pending)
+	}
+	run("add", "table", "ip", "yet-another")
+	if k := resolve(); len(k.unknown) != 0 || k.drifted["a"] || k.chains["a"] != hashRule(fnvOffset64, "ip daddr 10.0.0.4 drop") {
+		t.Fatalf("a write confirmed at once, then someone else's commit: %+v", k)
+	}
+	run("add", "rule", "ip", kubeProxyTable, "a", "counter")
+	if k := resolve(); !k.drifted["a"] {
+		t.Fatalf("a confirmed chain changed behind kube-proxy's back is not drifted: %+v", k)
+	}
+
 	// A link that cannot open sockets runs the transaction and confirms nothing.
 	broken := newNFTLink(func() (int, error) { return -1, errors.New("no netlink") })
 	ran := false
@@ -268,12 +287,13 @@ func TestRealKernelDriftCheckOverNetlink(t *testing.T) {
 		}
 		return n
 	}
-	// check runs a periodic full sync and checks what it re-wrote and how often it listed the
-	// table as text.
-	check := func(step string, wantWritten []string, wantListings int) {
+	// check runs a periodic full sync and checks what it re-wrote, how it read the table
+	// (read: "generation" when nothing else can have changed it, else "netlink"), and how
+	// often it listed the table as text.
+	check := func(step string, wantWritten []string, read string, wantListings int) {
 		t.Helper()
 		n, listings := len(rec.texts), textListings(t, real)
-		reads := map[string]uint64{"netlink": driftReads("netlink"), "text": driftReads("text")}
+		reads := map[string]uint64{"generation": driftReads("generation"), "netlink": driftReads("netlink"), "text": driftReads("text")}
 		stale := maps.Clone(fp.staleChains)
 		periodicFullSync(t, fp)
 		written := rec.writtenServiceChains(n)
@@ -296,25 +316,39 @@ func TestRealKernelDriftCheckOverNetlink(t *testing.T) {
 		if got := textListings(t, real) - listings; got != wantListings {
 			t.Errorf("%s: the full sync listed the table as text %d times, want %d", step, got, wantListings)
 		}
-		// The drift-read metric counts the same reads: one netlink dump, and the text listings.
-		for source, want := range map[string]uint64{"netlink": 1, "text": uint64(wantListings)} {
+		// The drift-read metric counts the same reads: one generation check or netlink dump,
+		// and the text listings.
+		for source := range reads {
+			want := uint64(0)
+			switch source {
+			case read:
+				want = 1
+			case "text":
+				want = uint64(wantListings)
+			}
 			if got := driftReads(source) - reads[source]; got != want {
 				t.Errorf("%s: %s reads in the metric: %d, want %d", step, source, got, want)
 			}
 		}
 		checkServiceChainsMatch(t, refFake, run, "ip")
 	}
-	check("after the first sync", nil, 0)
+	// Every commit since the first sync's complete read was kube-proxy's own: no dump.
+	check("after the first sync", nil, "generation", 0)
 
 	// New endpoints everywhere (a partial sync re-writes every service port), then someone
-	// else commits: kube-proxy's writes cannot be confirmed, so the full sync lists the table
-	// as text, once, and finds nothing to re-write.
+	// else commits. With writes left for the snapshot to confirm, they cannot be confirmed
+	// any more, so the full sync lists the table as text, once, and finds nothing to re-write.
+	link := fp.kernelLink
+	link.maxConfirmNow = 0
 	setSplitTestCluster(fp, 2)
 	setSplitTestCluster(ref, 2)
 	sync()
 	run("add", "table", "ip", "other")
-	check("after someone else's commit", nil, 1)
-	check("the next full sync", nil, 0)
+	check("after someone else's commit", nil, "netlink", 1)
+	// That sync's own writes are pending: the next one reads a dump, which confirms them.
+	link.maxConfirmNow = maxConfirmedAtOnce
+	check("the next full sync", nil, "netlink", 0)
+	check("with nothing pending", nil, "generation", 0)
 
 	// A rule replaced behind kube-proxy's back keeps its handle; its chain is still found and
 	// re-written, without a text listing.
@@ -329,8 +363,25 @@ func TestRealKernelDriftCheckOverNetlink(t *testing.T) {
 		t.Fatalf("no rule in %s", damaged)
 	}
 	run("replace", "rule", "ip", kubeProxyTable, damaged, "handle", m[1][1], "counter")
-	check("after a rule was replaced", []string{damaged}, 0)
-	check("after the repair", nil, 0)
+	check("after a rule was replaced", []string{damaged}, "netlink", 0)
+	// The read that found drift does not stand for the table: the next one dumps it again.
+	check("after the repair", nil, "netlink", 0)
+	check("once repaired", nil, "generation", 0)
+
+	// A partial sync that changes a service keeps the table remembered: its writes are
+	// confirmed at once. Someone else's commit after it costs a dump, but no text listing.
+	setSplitTestCluster(fp, 3)
+	setSplitTestCluster(ref, 3)
+	sync()
+	check("after a partial sync", nil, "generation", 0)
+	setSplitTestCluster(fp, 4)
+	setSplitTestCluster(ref, 4)
+	sync()
+	run("add", "table", "ip", "another")
+	check("after a partial sync and someone else's commit", nil, "netlink", 0)
+	// Flushing a chain behind kube-proxy's back is a commit too: found, and re-written.
+	run("flush", "chain", "ip", kubeProxyTable, damaged)
+	check("after a chain was flushed", []string{damaged}, "netlink", 0)
 }
 
 func TestNoteWritesAcrossTransactions(t *testing.T) {
@@ -345,5 +396,47 @@ func TestNoteWritesAcrossTransactions(t *testing.T) {
 	m.noteWrites("add rule ip kube-proxy a drop\n", 5, false)
 	if p := m.pending["a"]; !p.unsure {
 		t.Errorf("a rule added in a later epoch: pending %+v, want unsure", p)
+	}
+}
+
+func TestCertainlyCommits(t *testing.T) {
+	for text, want := range map[string]bool{
+		"": false,
+		"add table ip kube-proxy\nadd chain ip kube-proxy a\n":       false,
+		"flush chain ip kube-proxy a\n":                              false,
+		"add element ip kube-proxy m { 1 : goto a }\n":               false,
+		"add chain ip kube-proxy a\nadd rule ip kube-proxy a drop\n": true,
+		"delete chain ip kube-proxy a\n":                             true,
+		"delete element ip kube-proxy m { 1 }\n":                     true,
+		"create chain ip kube-proxy a\n":                             true,
+		"insert rule ip kube-proxy a drop\n":                         true,
+	} {
+		if got := certainlyCommits(text); got != want {
+			t.Errorf("certainlyCommits(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+func TestNoteWritesKeepsHeldTable(t *testing.T) {
+	m := &chainMemory{baselines: map[string]chainBaseline{}, pending: map[string]pendingWrite{}}
+	m.hold(map[string]uint64{"a": 1, "c": 3}, []string{"s"}, 7)
+	m.noteWrites(`add chain ip kube-proxy b
+flush chain ip kube-proxy b
+add rule ip kube-proxy b drop
+delete chain ip kube-proxy a
+add chain ip kube-proxy c
+add chain ip kube-proxy d
+add set ip kube-proxy t { type ipv4_addr ; }
+delete set ip kube-proxy s
+add map ip kube-proxy m { type ipv4_addr : verdict ; }
+`, 7, false)
+	wantChains := map[string]uint64{"b": hashRule(fnvOffset64, "drop"), "c": 3, "d": fnvOffset64}
+	if !m.heldValid || !maps.Equal(m.held, wantChains) || !maps.Equal(m.heldSets, map[string]bool{"t": true}) {
+		t.Errorf("held %v (valid %v), sets %v; want %v and [t]", m.held, m.heldValid, m.heldSets, wantChains)
+	}
+	// A rule placed by index leaves the chain's rules unknown: the table is no longer held.
+	m.noteWrites("add rule ip kube-proxy b index 0 counter\n", 7, false)
+	if m.heldValid {
+		t.Error("the table is still held after a write whose result is unknown")
 	}
 }

@@ -249,7 +249,9 @@ type kernelListing struct {
 
 // listKernel lists kube-proxy's table and hashes each chain's rules. For knftables' Fake it
 // reads the fake's dump. Without a kernel link it lists the table as text (listKernelText).
-// With one, it reads the table over netlink and resolves the chains' text hashes from their
+// With one, when no one else has committed since the link last read the whole table and every
+// commit since was kube-proxy's own, it returns the remembered table (nftLink.quiet) with no
+// dump. Otherwise it reads the table over netlink and resolves the chains' text hashes from their
 // baselines (chain_baselines.go). Chains left unknown are returned with their shapes, and with
 // a text listing that runs only if chainsIntact needs it: it records baselines for every chain.
 // A chain that certainly differs from what the sync writes needs no text (an upgrade from
@@ -266,6 +268,11 @@ func (proxier *Proxier) listKernel(ctx context.Context) (*kernelListing, error) 
 	}
 	table := proxier.linkTable()
 	start := time.Now()
+	if k := link.quiet(table); k != nil {
+		proxier.observeDriftRead("generation", start)
+		proxier.logger.V(4).Info("Nothing has committed since kube-proxy's own writes; the table is as remembered", "chains", len(k.chains))
+		return k, nil
+	}
 	snap, err := link.snapshot(proxier.nfproto(), kubeProxyTable)
 	proxier.observeDriftRead("netlink", start)
 	if err != nil {

@@ -275,33 +275,14 @@ func (c *nftNetlink) snapshot(family uint8, table string, seed maphash.Seed) (*t
 	snap := &tableSnapshot{gen: before, chains: map[string]uint64{}, shapes: map[string]chainShape{}}
 	filter := nlAttr(nftaTable, nlString(table))
 	// Every set, by name, for the rules that name them.
-	sets := map[string]setRef{}
-	err = c.request(nftMsgGetSet, family, true, filter, func(attrs []byte) error {
-		var name string
-		var flags uint32
-		var handle uint64
-		err := nlAttrs(attrs, func(typ uint16, data []byte) {
-			switch {
-			case typ == nftaSetName:
-				name = cString(data)
-			case typ == nftaSetFlags && len(data) == 4:
-				flags = binary.BigEndian.Uint32(data)
-			case typ == nftaSetHandle && len(data) == 8:
-				handle = binary.BigEndian.Uint64(data)
-			}
-		})
-		sets[name] = setRef{handle: handle, anonymous: flags&nftSetAnonymous != 0}
-		if flags&(nftSetAnonymous|nftSetMap|nftSetObject) == 0 {
-			snap.sets = append(snap.sets, name)
-		}
-		return err
-	})
+	sets, named, err := c.tableSets(family, table)
 	if errors.Is(err, unix.ENOENT) {
 		return snap, c.sameGeneration(before)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("dumping the sets of %s: %w", table, err)
+		return nil, err
 	}
+	snap.sets = named
 	// The chain dump is not filtered by the kernel: keep this table's.
 	err = c.request(nftMsgGetChain, family, true, nil, func(attrs []byte) error {
 		var tbl, name string
@@ -323,18 +304,7 @@ func (c *nftNetlink) snapshot(family uint8, table string, seed maphash.Seed) (*t
 		return nil, fmt.Errorf("dumping the chains of %s: %w", table, err)
 	}
 	err = c.request(nftMsgGetRule, family, true, filter, func(attrs []byte) error {
-		var chain string
-		var exprs, udata []byte
-		err := nlAttrs(attrs, func(typ uint16, data []byte) {
-			switch typ {
-			case nftaRuleChain:
-				chain = cString(data)
-			case nftaRuleExpressions:
-				exprs = data
-			case nftaRuleUserdata:
-				udata = data
-			}
-		})
+		chain, exprs, udata, err := parseRule(attrs)
 		if err != nil {
 			return err
 		}
@@ -354,6 +324,72 @@ func (c *nftNetlink) snapshot(family uint8, table string, seed maphash.Seed) (*t
 		return nil, fmt.Errorf("dumping the rules of %s: %w", table, err)
 	}
 	return snap, c.sameGeneration(before)
+}
+
+// tableSets dumps the sets of family/table: every set by name, and the names of the named
+// sets (neither anonymous nor maps), as nft lists them. A missing table fails with ENOENT.
+func (c *nftNetlink) tableSets(family uint8, table string) (map[string]setRef, []string, error) {
+	sets := map[string]setRef{}
+	var named []string
+	err := c.request(nftMsgGetSet, family, true, nlAttr(nftaTable, nlString(table)), func(attrs []byte) error {
+		var name string
+		var flags uint32
+		var handle uint64
+		err := nlAttrs(attrs, func(typ uint16, data []byte) {
+			switch {
+			case typ == nftaSetName:
+				name = cString(data)
+			case typ == nftaSetFlags && len(data) == 4:
+				flags = binary.BigEndian.Uint32(data)
+			case typ == nftaSetHandle && len(data) == 8:
+				handle = binary.BigEndian.Uint64(data)
+			}
+		})
+		sets[name] = setRef{handle: handle, anonymous: flags&nftSetAnonymous != 0}
+		if flags&(nftSetAnonymous|nftSetMap|nftSetObject) == 0 {
+			named = append(named, name)
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		err = fmt.Errorf("dumping the sets of %s: %w", table, err)
+	}
+	return sets, named, err
+}
+
+// parseRule returns the chain, expressions and user data of a rule message's attributes.
+func parseRule(attrs []byte) (chain string, exprs, udata []byte, err error) {
+	err = nlAttrs(attrs, func(typ uint16, data []byte) {
+		switch typ {
+		case nftaRuleChain:
+			chain = cString(data)
+		case nftaRuleExpressions:
+			exprs = data
+		case nftaRuleUserdata:
+			udata = data
+		}
+	})
+	return chain, exprs, udata, err
+}
+
+// chainHash dumps the rules of one chain of family/table and returns its kernel hash, as
+// snapshot computes it (sets are the table's, from tableSets). The kernel finds the chain by
+// name, so the cost does not grow with the table.
+func (c *nftNetlink) chainHash(family uint8, table, chain string, seed maphash.Seed, sets map[string]setRef) (uint64, error) {
+	h := kernelHashSeed(seed)
+	filter := append(nlAttr(nftaTable, nlString(table)), nlAttr(nftaRuleChain, nlString(chain))...)
+	err := c.request(nftMsgGetRule, family, true, filter, func(attrs []byte) error {
+		_, exprs, udata, err := parseRule(attrs)
+		if err != nil {
+			return err
+		}
+		h, _, err = hashKernelRule(seed, h, exprs, udata, sets)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("dumping the rules of %s %s: %w", table, chain, err)
+	}
+	return h, nil
 }
 
 // sameGeneration returns errTableChanged unless the ruleset is still at generation gen.
