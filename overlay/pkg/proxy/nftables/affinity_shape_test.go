@@ -348,24 +348,13 @@ func TestRealKernelAffinityUpgrade(t *testing.T) {
 	for _, generation := range []int{1, 2} {
 		t.Run(fmt.Sprintf("endpoints of generation %d", generation), func(t *testing.T) {
 			real, run := realNFT(t, knftables.IPv4Family)
-			_, old := NewFakeProxier(v1.IPv4Protocol)
-			old.nftables = real
-			old.upstreamRuleShapes = true
-			setSplitTestCluster(old, 1)
-			if err := old.syncProxyRules(); err != nil {
-				t.Fatal(err)
-			}
+			writeUpstreamShapes(t, real)
 			before := strings.Count(run("list", "sets", "ip"), "set affinity-")
 			if before == 0 {
 				t.Fatal("upstream's shapes wrote no per-endpoint affinity set")
 			}
 
-			rec := &txText{Interface: real}
-			_, fp := NewFakeProxier(v1.IPv4Protocol)
-			fp.nftables = rec
-			linkKernel(t, fp, real)
-			fp.maxTransactionOps = 40
-			refFake, ref := NewFakeProxier(v1.IPv4Protocol)
+			rec, fp, refFake, ref := linkedProxier(t, real, 40)
 			for g := 1; g <= generation; g++ {
 				setSplitTestCluster(fp, g)
 				setSplitTestCluster(ref, g)

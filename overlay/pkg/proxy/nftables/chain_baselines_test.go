@@ -260,12 +260,7 @@ func TestRealKernelTrackedCommits(t *testing.T) {
 
 func TestRealKernelDriftCheckOverNetlink(t *testing.T) {
 	real, run := realNFT(t, knftables.IPv4Family)
-	rec := &txText{Interface: real}
-	_, fp := NewFakeProxier(v1.IPv4Protocol)
-	fp.nftables = rec
-	fp.maxTransactionOps = 50
-	linkKernel(t, fp, real)
-	refFake, ref := NewFakeProxier(v1.IPv4Protocol)
+	rec, fp, refFake, ref := linkedProxier(t, real, 50)
 	setSplitTestCluster(fp, 1)
 	setSplitTestCluster(ref, 1)
 	sync := func() {

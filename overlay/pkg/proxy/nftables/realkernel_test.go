@@ -142,6 +142,33 @@ func linkKernel(t *testing.T, fp *Proxier, real knftables.Interface) *nftLink {
 	return fp.kernelLink
 }
 
+// writeUpstreamShapes has a proxier with upstream's rule shapes write the split-test cluster
+// to the kernel through real, as pristine upstream would.
+func writeUpstreamShapes(t *testing.T, real knftables.Interface) {
+	t.Helper()
+	_, old := NewFakeProxier(v1.IPv4Protocol)
+	old.nftables = real
+	old.upstreamRuleShapes = true
+	setSplitTestCluster(old, 1)
+	if err := old.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// linkedProxier returns a proxier that writes to the kernel through real, recording the text
+// of its transactions (rec), with a kernel link and transactions of at most maxOps operations,
+// and a reference proxier on knftables' Fake (ref, refFake).
+func linkedProxier(t *testing.T, real knftables.Interface, maxOps int) (rec *txText, fp *Proxier, refFake *knftables.Fake, ref *Proxier) {
+	t.Helper()
+	rec = &txText{Interface: real}
+	_, fp = NewFakeProxier(v1.IPv4Protocol)
+	fp.nftables = rec
+	linkKernel(t, fp, real)
+	fp.maxTransactionOps = maxOps
+	refFake, ref = NewFakeProxier(v1.IPv4Protocol)
+	return rec, fp, refFake, ref
+}
+
 // textListings returns how many times nft has listed a table as text, through real (from
 // realNFT), so far.
 func textListings(t *testing.T, real knftables.Interface) int {
@@ -281,12 +308,7 @@ var ruleHandleRegexp = regexp.MustCompile(`# handle (\d+)`)
 
 func TestRealKernelDriftRepair(t *testing.T) {
 	real, run := realNFT(t, knftables.IPv4Family)
-	rec := &txText{Interface: real}
-	_, fp := NewFakeProxier(v1.IPv4Protocol)
-	fp.nftables = rec
-	linkKernel(t, fp, real)
-	fp.maxTransactionOps = 50
-	refFake, ref := NewFakeProxier(v1.IPv4Protocol)
+	rec, fp, refFake, ref := linkedProxier(t, real, 50)
 	setSplitTestCluster(fp, 1)
 	setSplitTestCluster(ref, 1)
 	if err := fp.syncProxyRules(); err != nil {
@@ -389,24 +411,13 @@ func TestRealKernelUpgradeListsNoText(t *testing.T) {
 	// shows that each service port's chains differ (another number of rules, an anonymous set
 	// where it writes none), so it re-writes them all without listing the table as text.
 	real, run := realNFT(t, knftables.IPv4Family)
-	_, old := NewFakeProxier(v1.IPv4Protocol)
-	old.nftables = real
-	old.upstreamRuleShapes = true
-	setSplitTestCluster(old, 1)
-	if err := old.syncProxyRules(); err != nil {
-		t.Fatal(err)
-	}
+	writeUpstreamShapes(t, real)
 	if !strings.Contains(run("list", "table", "ip", kubeProxyTable), "vmap {") {
 		t.Fatal("upstream's shapes wrote no anonymous vmap")
 	}
 	listings := textListings(t, real) // the old proxier's own, without a link
 
-	rec := &txText{Interface: real}
-	_, fp := NewFakeProxier(v1.IPv4Protocol)
-	fp.nftables = rec
-	linkKernel(t, fp, real)
-	fp.maxTransactionOps = 50
-	refFake, ref := NewFakeProxier(v1.IPv4Protocol)
+	rec, fp, refFake, ref := linkedProxier(t, real, 50)
 	setSplitTestCluster(fp, 1)
 	setSplitTestCluster(ref, 1)
 	if err := fp.syncProxyRules(); err != nil {
