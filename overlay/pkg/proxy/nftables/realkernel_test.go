@@ -263,12 +263,28 @@ func TestRealKernelSplitSetFreeSyncs(t *testing.T) {
 		t.Errorf("the kernel table holds anonymous maps:\n%s", listed)
 	}
 
+	// Generation 2 replaced the endpoint chains of the services that have them: the old ones
+	// are stale. Upstream deletes a stale chain a second after it was last flushed; age them
+	// instead of waiting, so that the next sync deletes them first.
+	if len(fp.staleChains) == 0 {
+		t.Fatal("generation 2 left no stale endpoint chains")
+	}
+	for chain := range fp.staleChains {
+		if !strings.Contains(chain, "__10.180.1.") {
+			t.Errorf("stale chain %s is not an endpoint chain of generation 1", chain)
+		}
+		fp.staleChains[chain] = time.Now().Add(-time.Minute)
+	}
+
 	// Delete a Service in a partial sync: its chains are flushed, then deleted once stale.
 	svc := splitTestService(5)
 	fp.OnServiceDelete(svc)
 	ref.OnServiceDelete(svc)
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatalf("partial sync deleting a service: %v", err)
+	}
+	if listed := run("list", "chains", "ip"); strings.Contains(listed, "__10.180.1.") {
+		t.Errorf("generation 1's endpoint chains are still in the kernel:\n%s", listed)
 	}
 	if len(fp.staleChains) != 2 {
 		t.Fatalf("stale chains %v, want svc5's two", fp.staleChains)
