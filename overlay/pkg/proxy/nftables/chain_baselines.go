@@ -83,6 +83,8 @@ type chainMemory struct {
 	heldSets  map[string]bool
 	heldValid bool
 	heldEpoch uint64
+	// sets counts every set of the table (anonymous ones included) at the last dump.
+	sets int
 }
 
 // hold records chains (text hashes) and sets as what the kernel holds in epoch.
@@ -386,6 +388,7 @@ func (l *nftLink) resolve(table string, snap *tableSnapshot) *kernelListing {
 		l.newEpoch(snap.gen)
 	}
 	m := l.memory(table)
+	m.sets = snap.allSets
 	k := &kernelListing{chains: make(map[string]uint64, len(snap.chains)), sets: snap.sets, listedSets: true, drifted: map[string]bool{}, unknown: map[string]chainShape{}}
 	for chain, kh := range snap.chains {
 		p, written := m.pending[chain]
@@ -463,4 +466,15 @@ func (l *nftLink) quiet(table string) *kernelListing {
 		return nil
 	}
 	return &kernelListing{chains: maps.Clone(m.held), sets: slices.Sorted(maps.Keys(m.heldSets)), listedSets: true, drifted: map[string]bool{}}
+}
+
+// setCount returns how many sets (anonymous ones included) table held at the link's last dump
+// of it; 0 if it has not dumped the table.
+func (l *nftLink) setCount(table string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m := l.tables[table]; m != nil {
+		return m.sets
+	}
+	return 0
 }

@@ -246,6 +246,8 @@ type tableSnapshot struct {
 	chains map[string]uint64
 	// sets are the table's named sets (neither anonymous nor maps), as nft lists them.
 	sets []string
+	// allSets counts every set of the table: named sets, maps and anonymous sets.
+	allSets int
 	// shapes are the table's chains, each with its number of rules and of references to
 	// anonymous sets.
 	shapes map[string]chainShape
@@ -282,7 +284,7 @@ func (c *nftNetlink) snapshot(family uint8, table string, seed maphash.Seed) (*t
 	if err != nil {
 		return nil, err
 	}
-	snap.sets = named
+	snap.sets, snap.allSets = named, len(sets)
 	// The chain dump is not filtered by the kernel: keep this table's.
 	err = c.request(nftMsgGetChain, family, true, nil, func(attrs []byte) error {
 		var tbl, name string

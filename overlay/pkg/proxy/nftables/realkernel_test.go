@@ -452,6 +452,11 @@ func TestRealKernelUpgradeListsNoText(t *testing.T) {
 	if len(rec.texts) < 2 {
 		t.Errorf("the upgrade ran %d transactions, want it split", len(rec.texts))
 	}
+	// The upgrade's dump counted upstream's sets, which weigh its transactions: one anonymous
+	// vmap per service port, and the maps and sets of the table.
+	if got := fp.kernelLink.setCount(fp.linkTable()); got < 2*splitTestServices+5 {
+		t.Errorf("the dump counted %d sets in upstream's table, want at least %d", got, 2*splitTestServices+5)
+	}
 
 	// Its own writes are its baselines: the next full sync neither lists nor re-writes.
 	n := len(rec.texts)

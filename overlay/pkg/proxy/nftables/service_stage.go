@@ -362,6 +362,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	}, func(i int) {
 		rec := st.results[i]
 		tx = splitter.cut(tx)
+		before := tx.NumOperations()
 		st.ensureClientAffinity(tx, rec)
 		for _, e := range rec.entries {
 			switch e.verb {
@@ -374,7 +375,11 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 				el.storage.ensureJoined(tx, e.obj.(*knftables.Element), el.key, el.value)
 			}
 		}
+		merged := tx.NumOperations()
 		st.deleteReplacedAffinitySets(tx, rec)
+		deleted := tx.NumOperations() - merged
+		lookups, created := rec.setOperations(merged - before)
+		splitter.weighSets(lookups+deleted, created-deleted)
 		checked += rec.chainsChecked
 		rewritten += rec.chainsRewritten
 	})

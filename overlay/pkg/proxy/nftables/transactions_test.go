@@ -34,6 +34,7 @@ import (
 type recordingNFT struct {
 	*knftables.Fake
 	sizes    []int
+	texts    []string
 	runs     int
 	failAt   int
 	listAlls int
@@ -45,6 +46,7 @@ func (r *recordingNFT) Run(ctx context.Context, tx *knftables.Transaction) error
 		return fmt.Errorf("injected failure of run %d", r.runs)
 	}
 	r.sizes = append(r.sizes, tx.NumOperations())
+	r.texts = append(r.texts, tx.String())
 	return r.Fake.Run(ctx, tx)
 }
 
@@ -293,5 +295,111 @@ func TestPartialSyncsDoNotListTheTable(t *testing.T) {
 	}
 	if rec.listAlls < 2 {
 		t.Errorf("the full sync after a failure did not list the table")
+	}
+}
+
+func TestSplitterWeighsSetOperations(t *testing.T) {
+	nft := knftables.NewFake(knftables.IPv4Family, "t")
+	counted := 0
+	countSets := func() int { counted++; return 25000 }
+	s := &txSplitter{nft: nft, max: 1000, countSets: countSets}
+	tx := s.cut(nft.NewTransaction())
+	if len(s.queued) != 0 {
+		t.Fatal("an empty transaction was cut")
+	}
+	tx.Add(&knftables.Chain{Name: "c"})
+	s.weighSets(3, 2)
+	if counted != 1 || s.sets != 25002 || s.surcharge != 750 {
+		t.Fatalf("after 3 lookups creating 2 sets: counted %d times, sets %d, surcharge %d; want 1, 25002, 750", counted, s.sets, s.surcharge)
+	}
+	if s.cut(tx) != tx {
+		t.Fatal("a transaction of weight 751 was cut at 1000")
+	}
+	s.weighSets(1, -2)
+	next := s.cut(tx)
+	if next == tx || len(s.queued) != 1 || s.surcharge != 0 {
+		t.Fatalf("a transaction of weight 1001 was not cut at 1000 (queued %d, surcharge %d)", len(s.queued), s.surcharge)
+	}
+	s.weighSets(2, 0)
+	if counted != 1 || s.sets != 25000 || s.surcharge != 500 {
+		t.Errorf("after the cut: counted %d times, sets %d, surcharge %d; want 1, 25000, 500", counted, s.sets, s.surcharge)
+	}
+	s.weighSets(1, -30000)
+	if s.sets != 0 {
+		t.Errorf("sets went to %d, want 0", s.sets)
+	}
+
+	// Without splitting, nothing is weighed or counted.
+	off := &txSplitter{nft: nft, countSets: countSets}
+	off.weighSets(5, 5)
+	if counted != 1 || off.surcharge != 0 || off.cut(tx) != tx {
+		t.Errorf("a splitter with max 0 weighed set operations (counted %d, surcharge %d)", counted, off.surcharge)
+	}
+}
+
+func TestSetOperationsMakeTransactionsSmaller(t *testing.T) {
+	defer func(old int) { setScan = old }(setScan)
+	const maxOps = 50
+	sync := func(scan int) *recordingNFT {
+		setScan = scan
+		rec, fp := newSplitTestProxier(maxOps)
+		fp.upstreamRuleShapes = true // one anonymous vmap per service port, per-endpoint affinity sets
+		setSplitTestCluster(fp, 1)
+		if err := fp.syncProxyRules(); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	unweighted := sync(1 << 30)
+	weighted := sync(1)
+	if got, want := sortedLines(weighted.Dump()), sortedLines(unweighted.Dump()); got != want {
+		t.Errorf("weighing set operations changed the ruleset:\n%s\nwant:\n%s", got, want)
+	}
+	if len(weighted.sizes) <= len(unweighted.sizes) {
+		t.Errorf("%d transactions with set operations weighed, %d without; want more", len(weighted.sizes), len(unweighted.sizes))
+	}
+	// Recount each transaction's weight from its text: a service port's operation on a set or
+	// element, and each set that a rule in its chains names or creates, weighs as many
+	// operations as the sets the sync created before it. After the first transaction (which
+	// also sets up the table), each exceeds maxOps by at most its last service port: fewer
+	// than 20 operations, each weighing at most the sets then.
+	sets := 0
+	for i, text := range weighted.texts {
+		weight := weighted.sizes[i]
+		for _, line := range strings.Split(text, "\n") {
+			f := strings.Fields(line)
+			switch {
+			case len(f) >= 5 && f[0] == "add" && f[1] == "rule" && isServiceChainName(f[4]):
+				named, literals := setReferences(strings.Join(f[5:], " "))
+				weight += (named + literals) * sets
+				sets += literals
+			case len(f) >= 5 && (f[1] == "element" || f[1] == "set") && i > 0:
+				weight += sets
+				if f[0] == "add" && f[1] == "set" {
+					sets++
+				}
+			}
+		}
+		if i > 0 && weight >= maxOps+20*(1+sets) {
+			t.Errorf("transaction %d weighs %d (%d operations), want less than %d", i+1, weight, weighted.sizes[i], maxOps+20*(1+sets))
+		}
+	}
+	if sets < splitTestServices*2 {
+		t.Errorf("the sync created %d sets, want at least one per service port (%d)", sets, splitTestServices*2)
+	}
+}
+
+func TestSetReferences(t *testing.T) {
+	for rule, want := range map[string][2]int{
+		"ip daddr 10.0.0.1 tcp dport 80 jump service-X":                                          {0, 0},
+		"numgen random mod 2 vmap { 0 : goto endpoint-A , 1 : goto endpoint-B }":                 {0, 1},
+		"ip saddr != { 10.0.0.0/8, 192.168.0.0/16 } drop":                                        {0, 1},
+		"update @affinity-X { ip saddr }":                                                        {1, 0},
+		"ip saddr @affinity-X goto endpoint-A":                                                   {1, 0},
+		"update @affinity { ip saddr . 1 } numgen random mod 2 vmap { 0 : goto a , 1 : goto b }": {1, 1},
+	} {
+		if named, literals := setReferences(rule); named != want[0] || literals != want[1] {
+			t.Errorf("setReferences(%q) = %d, %d; want %d, %d", rule, named, literals, want[0], want[1])
+		}
 	}
 }
