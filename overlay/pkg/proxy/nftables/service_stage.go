@@ -92,6 +92,8 @@ type servicePortRecorder struct {
 	// written is what the port's operations write to its chains (see chainWritesOf), for
 	// a full sync's drift check.
 	written []chainWrite
+	// setOps is what the port's chain and rule operations do to sets, for the splitter.
+	setOps portSetOps
 }
 
 // Add records an "add" of obj, as knftables.Transaction.Add would queue it.
@@ -350,6 +352,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		generate(rec, name, proxier.svcPortMap[name])
 		rec.written = chainWritesOf(rec)
 		rec.dropIntactChains()
+		rec.countSetOps()
 		st.results[i] = rec
 		// The known objects are only read until the merge below is done.
 		old := st.state.ports[name]

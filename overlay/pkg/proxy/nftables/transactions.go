@@ -163,34 +163,52 @@ func (proxier *Proxier) runTracked(ctx context.Context, tx *knftables.Transactio
 	return proxier.nftables.Run(ctx, tx)
 }
 
-// setOperations returns how often the n operations that the merge added for rec's chains,
-// rules and elements name or create a set (lookups), and how many sets they create: every
-// operation but those on its chains and rules (map and set elements, sets), and each set that
-// an added rule names or creates (see setReferences). Rules of chains that the drift check
-// found intact are no longer in rec.
-func (rec *servicePortRecorder) setOperations(n int) (lookups, created int) {
-	lookups = n
+// portSetOps is what a service port's recorded chain and rule operations do to sets: counted
+// by the stage's worker (countSetOps), so that the merge only adds it up.
+type portSetOps struct {
+	// chainRuleOps counts the operations on the port's chains and rules.
+	chainRuleOps int
+	// ruleLookups counts the sets that the port's added rules name or create (see
+	// setReferences).
+	ruleLookups int
+	// created counts the sets that the port's recorded operations create: literals in its
+	// rules, and sets and maps it adds.
+	created int
+}
+
+// countSetOps fills rec.setOps from rec's entries. Rules of chains that the drift check found
+// intact are no longer in rec.
+func (rec *servicePortRecorder) countSetOps() {
+	var c portSetOps
 	for _, e := range rec.entries {
 		if e.verb != stageAdd && e.verb != stageFlush {
 			continue
 		}
 		switch obj := e.obj.(type) {
 		case *knftables.Chain:
-			lookups--
+			c.chainRuleOps++
 		case *knftables.Rule:
-			lookups--
+			c.chainRuleOps++
 			if e.verb == stageAdd {
 				named, literals := setReferences(obj.Rule)
-				lookups += named + literals
-				created += literals
+				c.ruleLookups += named + literals
+				c.created += literals
 			}
 		case *knftables.Set, *knftables.Map:
 			if e.verb == stageAdd {
-				created++
+				c.created++
 			}
 		}
 	}
-	return lookups, created
+	rec.setOps = c
+}
+
+// setOperations returns how often the n operations that the merge added for rec's chains,
+// rules and elements name or create a set (lookups), and how many sets they create: every
+// operation but those on its chains and rules (map and set elements, sets), and each set that
+// an added rule names or creates. rec.setOps must be counted.
+func (rec *servicePortRecorder) setOperations(n int) (lookups, created int) {
+	return n - rec.setOps.chainRuleOps + rec.setOps.ruleLookups, rec.setOps.created
 }
 
 // setReferences counts the sets that a rule's text names ("@set") and the set and map literals
