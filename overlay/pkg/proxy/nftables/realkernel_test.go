@@ -75,7 +75,7 @@ func realNFTNetns(t *testing.T, family knftables.Family) (knftables.Interface, f
 	if err != nil {
 		skip("needs ip (iproute2)")
 	}
-	nftPath, err := exec.LookPath("nft")
+	nftPath, err := lookPathNFT()
 	if err != nil {
 		skip("needs nft (nftables)")
 	}
@@ -106,6 +106,10 @@ func realNFTNetns(t *testing.T, family knftables.Family) (knftables.Interface, f
 	realKernels.Store(nft, realKernel{netns: netns, invocations: invocations})
 	return nft, run, netns
 }
+
+// lookPathNFT finds the real nft binary once, before any test has put its shim (which runs nft
+// in the test's namespace) on PATH: a subtest's nft must not be its parent's shim.
+var lookPathNFT = sync.OnceValues(func() (string, error) { return exec.LookPath("nft") })
 
 // realKernel is where a knftables.Interface from realNFT runs nft.
 type realKernel struct {

@@ -1,0 +1,349 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nftables
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/knftables"
+)
+
+// Damage done behind kube-proxy's back, on the real kernel: whatever is changed in
+// kube-proxy's table, in any chain, set or map, or the table itself, the next periodic full
+// sync puts back exactly what kube-proxy had written.
+
+// setDamageTestCluster gives fp one Service of each kind whose rules live in different parts
+// of the table: ClusterIP, NodePort with externalTrafficPolicy Local and an external IP,
+// LoadBalancer with source ranges and session affinity, no endpoints, internalTrafficPolicy
+// Local without local endpoints, and more endpoints than the set-free shapes take.
+func setDamageTestCluster(fp *Proxier) {
+	port := func(p, nodePort int32) []v1.ServicePort {
+		return []v1.ServicePort{{Name: "p", Port: p, Protocol: v1.ProtocolTCP, NodePort: nodePort, TargetPort: intstr.FromInt32(8080)}}
+	}
+	makeServiceMap(fp,
+		makeTestService("ns", "plain", func(svc *v1.Service) {
+			svc.Spec.ClusterIP = "172.30.3.1"
+			svc.Spec.Ports = port(80, 0)
+		}),
+		makeTestService("ns", "nodeport", func(svc *v1.Service) {
+			svc.Spec.Type = v1.ServiceTypeNodePort
+			svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+			svc.Spec.ClusterIP = "172.30.3.2"
+			svc.Spec.ExternalIPs = []string{"192.168.99.2"}
+			svc.Spec.Ports = port(80, 30002)
+		}),
+		makeTestService("ns", "lb", func(svc *v1.Service) {
+			svc.Spec.Type = v1.ServiceTypeLoadBalancer
+			svc.Spec.ClusterIP = "172.30.3.3"
+			svc.Spec.Ports = port(443, 30003)
+			svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "5.6.7.3"}}
+			svc.Spec.LoadBalancerSourceRanges = []string{"203.0.113.0/25"}
+			svc.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+			svc.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](300)}}
+		}),
+		makeTestService("ns", "empty", func(svc *v1.Service) {
+			svc.Spec.ClusterIP = "172.30.3.4"
+			svc.Spec.Ports = port(80, 0)
+		}),
+		makeTestService("ns", "itp-local", func(svc *v1.Service) {
+			svc.Spec.ClusterIP = "172.30.3.5"
+			svc.Spec.InternalTrafficPolicy = ptr.To(v1.ServiceInternalTrafficPolicyLocal)
+			svc.Spec.Ports = port(80, 0)
+		}),
+		makeTestService("ns", "many", func(svc *v1.Service) {
+			svc.Spec.ClusterIP = "172.30.3.6"
+			svc.Spec.Ports = port(80, 0)
+		}),
+	)
+	slice := func(name string, endpoints ...discovery.Endpoint) *discovery.EndpointSlice {
+		return makeTestEndpointSlice("ns", name, 1, func(eps *discovery.EndpointSlice) {
+			eps.AddressType = discovery.AddressTypeIPv4
+			eps.Endpoints = endpoints
+			eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To[int32](8080), Protocol: ptr.To(v1.ProtocolTCP)}}
+		})
+	}
+	endpoint := func(ip, node string) discovery.Endpoint {
+		return discovery.Endpoint{Addresses: []string{ip}, NodeName: ptr.To(node)}
+	}
+	var many []discovery.Endpoint
+	for i := range maxSetFreeEndpoints + 3 {
+		many = append(many, endpoint(fmt.Sprintf("10.180.6.%d", i+1), "other-node"))
+	}
+	populateEndpointSlices(fp,
+		slice("plain", endpoint("10.180.1.1", testNodeName), endpoint("10.180.1.2", "other-node")),
+		slice("nodeport", endpoint("10.180.2.1", testNodeName), endpoint("10.180.2.2", "other-node")),
+		slice("lb", endpoint("10.180.3.1", "other-node"), endpoint("10.180.3.2", "other-node")),
+		slice("itp-local", endpoint("10.180.5.1", "other-node")),
+		slice("many", many...),
+	)
+}
+
+// tableObjects returns kube-proxy's table in family ("ip" or "ip6") as the kernel holds it,
+// from `nft -j list ruleset`: one entry per chain, rule, set and map, keyed by its kind and
+// name (a rule by its chain and position), with handles dropped and the elements of each set
+// and map sorted, so that two listings of the same content are equal. A missing table gives
+// no entries.
+func tableObjects(t *testing.T, run func(args ...string) string, family string) map[string]string {
+	t.Helper()
+	var doc struct {
+		Nftables []map[string]map[string]any `json:"nftables"`
+	}
+	if err := json.Unmarshal([]byte(run("-j", "list", "ruleset")), &doc); err != nil {
+		t.Fatalf("parsing nft's JSON listing: %v", err)
+	}
+	objects := map[string]string{}
+	rules := map[string]int{}
+	for _, entry := range doc.Nftables {
+		for kind, obj := range entry {
+			if kind == "metainfo" || obj["family"] != family {
+				continue
+			}
+			table := obj["table"]
+			if kind == "table" {
+				table = obj["name"]
+			}
+			if table != kubeProxyTable {
+				continue
+			}
+			delete(obj, "handle")
+			if elems, ok := obj["elem"].([]any); ok {
+				sort.Slice(elems, func(i, j int) bool { return mustJSON(t, elems[i]) < mustJSON(t, elems[j]) })
+			}
+			key := kind + " " + fmt.Sprint(obj["name"])
+			if kind == "rule" {
+				chain := fmt.Sprint(obj["chain"])
+				key = fmt.Sprintf("rule %s #%d", chain, rules[chain])
+				rules[chain]++
+			}
+			objects[key] = mustJSON(t, obj)
+		}
+	}
+	return objects
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// tableDiff describes how got differs from want, or returns "" if they are equal.
+func tableDiff(want, got map[string]string) string {
+	var lines []string
+	for key, w := range want {
+		if g, ok := got[key]; !ok {
+			lines = append(lines, "missing "+key)
+		} else if g != w {
+			lines = append(lines, fmt.Sprintf("changed %s:\n  got  %s\n  want %s", key, g, w))
+		}
+	}
+	for key := range got {
+		if _, ok := want[key]; !ok {
+			lines = append(lines, "extra "+key)
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// settle ages fp's stale chains past upstream's one-second delay and runs a sync, which
+// deletes them, so that the table holds only what fp uses.
+func settle(t *testing.T, fp *Proxier) {
+	t.Helper()
+	for chain := range fp.staleChains {
+		fp.staleChains[chain] = time.Time{}
+	}
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatalf("settling sync: %v", err)
+	}
+}
+
+// damageKit is what a damage case works with: nft in the test's namespace, and the table as
+// kube-proxy wrote it.
+type damageKit struct {
+	t    *testing.T
+	run  func(args ...string) string
+	want map[string]string
+}
+
+// serviceChain returns the name of svc's service chain ("service-..."), or, with endpoint
+// true, of its first endpoint chain.
+func (k *damageKit) serviceChain(svc string, endpoint bool) string {
+	k.t.Helper()
+	prefix := "chain service-"
+	if endpoint {
+		prefix = "chain endpoint-"
+	}
+	var names []string
+	for key := range k.want {
+		if strings.HasPrefix(key, prefix) && strings.Contains(key, "-ns/"+svc+"/tcp/p") {
+			names = append(names, strings.TrimPrefix(key, "chain "))
+		}
+	}
+	if len(names) == 0 {
+		k.t.Fatalf("no %s chain for %s", prefix, svc)
+	}
+	sort.Strings(names)
+	return names[0]
+}
+
+// ruleHandles returns the handles of chain's rules, in order.
+func (k *damageKit) ruleHandles(chain string) []string {
+	k.t.Helper()
+	var handles []string
+	for _, m := range ruleHandleRegexp.FindAllStringSubmatch(k.run("-a", "list", "chain", "ip", kubeProxyTable, chain), -1)[1:] {
+		handles = append(handles, m[1])
+	}
+	if len(handles) == 0 {
+		k.t.Fatalf("chain %s has no rules", chain)
+	}
+	return handles
+}
+
+func TestRealKernelRepairsDamage(t *testing.T) {
+	type damage struct {
+		name string
+		do   func(k *damageKit)
+	}
+	cases := []damage{
+		{"flush a service chain", func(k *damageKit) {
+			k.run("flush", "chain", "ip", kubeProxyTable, k.serviceChain("plain", false))
+		}},
+		{"delete a service chain's rule", func(k *damageKit) {
+			chain := k.serviceChain("nodeport", false)
+			k.run("delete", "rule", "ip", kubeProxyTable, chain, "handle", k.ruleHandles(chain)[0])
+		}},
+		{"delete an endpoint chain's rule", func(k *damageKit) {
+			chain := k.serviceChain("lb", true)
+			k.run("delete", "rule", "ip", kubeProxyTable, chain, "handle", k.ruleHandles(chain)[0])
+		}},
+		{"insert a rule into a service chain", func(k *damageKit) {
+			k.run("insert", "rule", "ip", kubeProxyTable, k.serviceChain("lb", false), "ip", "saddr", "10.9.9.9", "drop")
+		}},
+		{"replace a rule, keeping its handle", func(k *damageKit) {
+			chain := k.serviceChain("plain", false)
+			handles := k.ruleHandles(chain)
+			k.run("replace", "rule", "ip", kubeProxyTable, chain, "handle", handles[len(handles)-1], "meta", "l4proto", "tcp", "dnat", "to", "10.9.9.9:8080")
+		}},
+		{"replace a numgen map rule with another map", func(k *damageKit) {
+			chain := k.serviceChain("many", false)
+			k.run("replace", "rule", "ip", kubeProxyTable, chain, "handle", k.ruleHandles(chain)[0],
+				"meta", "l4proto", "tcp", "dnat", "ip", "to", "numgen", "random", "mod", "2", "map", "{", "0", ":", "10.180.6.1", ".", "8080", ",", "1", ":", "10.9.9.9", ".", "8080", "}")
+		}},
+		{"delete a service-ips element", func(k *damageKit) {
+			k.run("delete", "element", "ip", kubeProxyTable, serviceIPsMap, "{", "172.30.3.1", ".", "tcp", ".", "80", "}")
+		}},
+		{"point a service-ips element at another service", func(k *damageKit) {
+			k.run("delete", "element", "ip", kubeProxyTable, serviceIPsMap, "{", "172.30.3.1", ".", "tcp", ".", "80", "}")
+			k.run("add", "element", "ip", kubeProxyTable, serviceIPsMap, "{", "172.30.3.1", ".", "tcp", ".", "80", ":", "goto", k.serviceChain("many", false), "}")
+		}},
+		{"add a stray service-ips element", func(k *damageKit) {
+			k.run("add", "element", "ip", kubeProxyTable, serviceIPsMap, "{", "172.30.3.99", ".", "tcp", ".", "80", ":", "goto", k.serviceChain("plain", false), "}")
+		}},
+		{"add a stray cluster-ips element", func(k *damageKit) {
+			k.run("add", "element", "ip", kubeProxyTable, clusterIPsSet, "{", "172.30.9.9", "}")
+		}},
+		{"add a stray no-endpoint-nodeports element", func(k *damageKit) {
+			k.run("add", "element", "ip", kubeProxyTable, noEndpointNodePortsMap, "{", "tcp", ".", "31999", ":", "drop", "}")
+		}},
+		{"add a stray service chain", func(k *damageKit) {
+			k.run("add", "chain", "ip", kubeProxyTable, "service-ZZZZZZZZ-ns/gone/tcp/p")
+			k.run("add", "rule", "ip", kubeProxyTable, "service-ZZZZZZZZ-ns/gone/tcp/p", "drop")
+		}},
+		{"delete a base chain", func(k *damageKit) {
+			k.run("flush", "chain", "ip", kubeProxyTable, "nat-prerouting")
+			k.run("delete", "chain", "ip", kubeProxyTable, "nat-prerouting")
+		}},
+		{"delete the table", func(k *damageKit) {
+			k.run("delete", "table", "ip", kubeProxyTable)
+		}},
+	}
+	// Every chain of the table, flushed; every set and map that has elements, flushed.
+	probeRun, _ := damageTestProxier(t)
+	probe := tableObjects(t, probeRun, "ip")
+	for key, obj := range probe {
+		kind, name, _ := strings.Cut(key, " ")
+		switch {
+		case kind == "chain" && probe["rule "+name+" #0"] != "":
+			cases = append(cases, damage{"flush chain " + name, func(k *damageKit) {
+				k.run("flush", "chain", "ip", kubeProxyTable, name)
+			}})
+		case kind == "set" || kind == "map":
+			if !strings.Contains(obj, `"elem":`) {
+				continue
+			}
+			cases = append(cases, damage{"flush " + kind + " " + name, func(k *damageKit) {
+				k.run("flush", kind, "ip", kubeProxyTable, name)
+			}})
+		}
+	}
+
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k := &damageKit{t: t}
+			var fp *Proxier
+			k.run, fp = damageTestProxier(t)
+			k.want = tableObjects(t, k.run, "ip")
+			c.do(k)
+			if tableDiff(k.want, tableObjects(t, k.run, "ip")) == "" {
+				t.Fatal("the damage changed nothing in the table")
+			}
+			// A partial sync in between must not fail on the damage, nor undo any of it
+			// wrongly; the periodic full sync repairs it.
+			if err := fp.syncProxyRules(); err != nil {
+				t.Logf("the partial sync after the damage failed (the next sync is a full one): %v", err)
+			}
+			periodicFullSync(t, fp)
+			settle(t, fp)
+			if diff := tableDiff(k.want, tableObjects(t, k.run, "ip")); diff != "" {
+				t.Errorf("the periodic full sync left the table damaged:\n%s", diff)
+			}
+		})
+	}
+}
+
+// damageTestProxier returns a proxier with a kernel link, in transactions of at most 20
+// operations, that has written the damage-test cluster to the kernel of a new namespace and
+// run a periodic full sync over it (so that it holds baselines of its own writes), and a
+// function that runs nft in that namespace.
+func damageTestProxier(t *testing.T) (func(args ...string) string, *Proxier) {
+	t.Helper()
+	real, run := realNFT(t, knftables.IPv4Family)
+	_, fp := NewFakeProxier(v1.IPv4Protocol)
+	fp.nftables = real
+	linkKernel(t, fp, real)
+	fp.maxTransactionOps = 20
+	setDamageTestCluster(fp)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	periodicFullSync(t, fp)
+	settle(t, fp)
+	return run, fp
+}
