@@ -382,6 +382,14 @@ func TestRealKernelAffinityUpgrade(t *testing.T) {
 			if generation == 1 && withDeletes < 2 {
 				t.Errorf("the %d set deletions all went into one of the %d transactions", deletes, len(rec.texts))
 			}
+			// The take-over's dump counted upstream's sets; its commits deleted and freed
+			// them, and the link's count, which weighs transactions, followed.
+			checkSetCount(t, fp)
+			if generation == 2 {
+				// Upstream's stale chains, flushed by the take-over, go too.
+				settle(t, fp)
+				checkSetCount(t, fp)
+			}
 		})
 	}
 }

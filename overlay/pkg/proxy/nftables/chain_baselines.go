@@ -83,8 +83,78 @@ type chainMemory struct {
 	heldSets  map[string]bool
 	heldValid bool
 	heldEpoch uint64
-	// sets counts every set of the table (anonymous ones included) at the last dump.
-	sets int
+	// sets counts every set of the table (anonymous ones included): from the last dump, then
+	// kept up to date with kube-proxy's own commits (noteSets). named are the table's named
+	// sets and maps, and anon the number of anonymous sets that each chain's rules hold.
+	sets  int
+	named map[string]bool
+	anon  map[string]int
+}
+
+// countSets records what a dump found of table's sets: every named set and map (named), the
+// anonymous sets of each chain (shapes), and all of them (all).
+func (m *chainMemory) countSets(all int, named []string, shapes map[string]chainShape) {
+	m.sets = all
+	m.named = make(map[string]bool, len(named))
+	for _, name := range named {
+		m.named[name] = true
+	}
+	m.anon = make(map[string]int)
+	for chain, shape := range shapes {
+		if shape.anonRefs > 0 {
+			m.anon[chain] = shape.anonRefs
+		}
+	}
+}
+
+// noteSets updates the set count with one command of a committed transaction, split by
+// nftCommands: a named set or map that is created or deleted; the set and map literals of an
+// added rule, each an anonymous set that its chain now holds; and a chain that is flushed or
+// deleted, which frees its anonymous sets. Deleting or flushing the table frees them all (and
+// deleting it, its named sets).
+func (m *chainMemory) noteSets(f []string) {
+	if len(f) < 4 {
+		return
+	}
+	verb, typ := f[0], f[1]
+	freeChain := func(chain string) {
+		m.sets = max(0, m.sets-m.anon[chain])
+		delete(m.anon, chain)
+	}
+	switch {
+	case typ == "table" && verb != "add" && verb != "create":
+		for chain := range m.anon {
+			freeChain(chain)
+		}
+		if verb == "delete" || verb == "destroy" {
+			m.sets = 0
+			clear(m.named)
+		}
+	case len(f) < 5:
+	case typ == "set" || typ == "map":
+		name := f[4]
+		switch {
+		case (verb == "add" || verb == "create") && !m.named[name]:
+			if m.named == nil {
+				m.named = map[string]bool{}
+			}
+			m.named[name] = true
+			m.sets++
+		case (verb == "delete" || verb == "destroy") && m.named[name]:
+			delete(m.named, name)
+			m.sets = max(0, m.sets-1)
+		}
+	case typ == "chain" && (verb == "flush" || verb == "delete" || verb == "destroy"):
+		freeChain(f[4])
+	case typ == "rule" && verb == "add" && len(f) == 6:
+		if _, literals := setReferences(f[5]); literals > 0 {
+			if m.anon == nil {
+				m.anon = map[string]int{}
+			}
+			m.anon[f[4]] += literals
+			m.sets += literals
+		}
+	}
 }
 
 // hold records chains (text hashes) and sets as what the kernel holds in epoch.
@@ -306,6 +376,7 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 		m.heldValid = false
 	}
 	for f := range nftCommands(text) {
+		m.noteSets(f)
 		if len(f) < 4 {
 			continue
 		}
@@ -388,7 +459,7 @@ func (l *nftLink) resolve(table string, snap *tableSnapshot) *kernelListing {
 		l.newEpoch(snap.gen)
 	}
 	m := l.memory(table)
-	m.sets = snap.allSets
+	m.countSets(snap.allSets, snap.allNamed, snap.shapes)
 	k := &kernelListing{chains: make(map[string]uint64, len(snap.chains)), sets: snap.sets, listedSets: true, drifted: map[string]bool{}, unknown: map[string]chainShape{}}
 	for chain, kh := range snap.chains {
 		p, written := m.pending[chain]
@@ -468,13 +539,14 @@ func (l *nftLink) quiet(table string) *kernelListing {
 	return &kernelListing{chains: maps.Clone(m.held), sets: slices.Sorted(maps.Keys(m.heldSets)), listedSets: true, drifted: map[string]bool{}}
 }
 
-// setCount returns how many sets (anonymous ones included) table held at the link's last dump
-// of it; 0 if it has not dumped the table.
-func (l *nftLink) setCount(table string) int {
+// setCounts returns how many sets (anonymous ones included) table holds, as the link's last
+// dump of it found them and kube-proxy's own commits since changed them, and a copy of how
+// many anonymous sets each of its chains' rules hold; 0 and nil if it has not dumped the table.
+func (l *nftLink) setCounts(table string) (int, map[string]int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if m := l.tables[table]; m != nil {
-		return m.sets
+		return m.sets, maps.Clone(m.anon)
 	}
-	return 0
+	return 0, nil
 }

@@ -246,8 +246,10 @@ type tableSnapshot struct {
 	chains map[string]uint64
 	// sets are the table's named sets (neither anonymous nor maps), as nft lists them.
 	sets []string
-	// allSets counts every set of the table: named sets, maps and anonymous sets.
-	allSets int
+	// allSets counts every set of the table: named sets, maps and anonymous sets; allNamed
+	// names those that are not anonymous.
+	allSets  int
+	allNamed []string
 	// shapes are the table's chains, each with its number of rules and of references to
 	// anonymous sets.
 	shapes map[string]chainShape
@@ -285,6 +287,11 @@ func (c *nftNetlink) snapshot(family uint8, table string, seed maphash.Seed) (*t
 		return nil, err
 	}
 	snap.sets, snap.allSets = named, len(sets)
+	for name, set := range sets {
+		if !set.anonymous {
+			snap.allNamed = append(snap.allNamed, name)
+		}
+	}
 	// The chain dump is not filtered by the kernel: keep this table's.
 	err = c.request(nftMsgGetChain, family, true, nil, func(attrs []byte) error {
 		var tbl, name string

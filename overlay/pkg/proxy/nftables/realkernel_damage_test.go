@@ -324,6 +324,9 @@ func TestRealKernelRepairsDamage(t *testing.T) {
 			if diff := tableDiff(k.want, tableObjects(t, k.run, "ip")); diff != "" {
 				t.Errorf("the periodic full sync left the table damaged:\n%s", diff)
 			}
+			// The full sync dumped the damaged table, and its own commits since kept the
+			// link's count of sets, which weighs transactions, true.
+			checkSetCount(t, fp)
 		})
 	}
 }
@@ -346,4 +349,47 @@ func damageTestProxier(t *testing.T) (func(args ...string) string, *Proxier) {
 	periodicFullSync(t, fp)
 	settle(t, fp)
 	return run, fp
+}
+
+func TestRealKernelSetCountFollowsOwnCommits(t *testing.T) {
+	// Transactions are weighed by the table's sets (see txSplitter). After the dump at
+	// start-up, kube-proxy's own commits keep that count: partial syncs and quiet full syncs
+	// read no dump.
+	_, fp := damageTestProxier(t)
+	checkSetCount(t, fp)
+	manySlice := func(first int) *discovery.EndpointSlice {
+		return makeTestEndpointSlice("ns", "many", 1, func(eps *discovery.EndpointSlice) {
+			eps.AddressType = discovery.AddressTypeIPv4
+			for i := range maxSetFreeEndpoints + 3 {
+				eps.Endpoints = append(eps.Endpoints, discovery.Endpoint{Addresses: []string{fmt.Sprintf("10.180.6.%d", first+i)}, NodeName: ptr.To("other-node")})
+			}
+			eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To[int32](8080), Protocol: ptr.To(v1.ProtocolTCP)}}
+		})
+	}
+	sync := func(what string) {
+		t.Helper()
+		if err := fp.syncProxyRules(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		checkSetCount(t, fp)
+	}
+	// New endpoints: the service chain's numgen map is replaced by another.
+	fp.OnEndpointSliceUpdate(manySlice(1), manySlice(101))
+	sync("partial sync replacing a numgen map")
+	// The Service goes: its chain is flushed, and deleted a second later.
+	many := makeTestService("ns", "many", func(svc *v1.Service) {
+		svc.Spec.ClusterIP = "172.30.3.6"
+		svc.Spec.Ports = []v1.ServicePort{{Name: "p", Port: 80, Protocol: v1.ProtocolTCP, TargetPort: intstr.FromInt32(8080)}}
+	})
+	fp.OnServiceDelete(many)
+	fp.OnEndpointSliceDelete(manySlice(101))
+	sync("partial sync removing the Service")
+	settle(t, fp)
+	checkSetCount(t, fp)
+	// It comes back, and a quiet periodic full sync reads no dump.
+	fp.OnServiceAdd(many)
+	fp.OnEndpointSliceAdd(manySlice(201))
+	sync("partial sync adding the Service back")
+	periodicFullSync(t, fp)
+	checkSetCount(t, fp)
 }

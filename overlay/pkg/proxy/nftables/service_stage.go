@@ -382,7 +382,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		st.deleteReplacedAffinitySets(tx, rec)
 		deleted := tx.NumOperations() - merged
 		lookups, created := rec.setOperations(merged - before)
-		splitter.weighSets(lookups+deleted, created-deleted)
+		splitter.weighSets(lookups+deleted, created-deleted-splitter.freedSets(rec))
 		checked += rec.chainsChecked
 		rewritten += rec.chainsRewritten
 	})

@@ -65,12 +65,14 @@ type txSplitter struct {
 	// link, when set, notes what each transaction wrote to table, for the drift check.
 	link  *nftLink
 	table string
-	// sets estimates how many sets the table holds: countSets (the link's last dump; nil: 0),
-	// read when the sync first names a set, plus those the sync has created since, less those
-	// it has deleted.
+	// sets estimates how many sets the table holds: from countSets (the link's count; nil:
+	// none), read once when the sync first needs it, plus those the sync has created since,
+	// less those it has deleted or freed. anon, read with it, is how many anonymous sets each
+	// chain's rules hold in the kernel: flushing the chain frees them.
 	sets        int
+	anon        map[string]int
 	setsCounted bool
-	countSets   func() int
+	countSets   func() (int, map[string]int)
 	// surcharge is the weight, beyond one per operation, of the current transaction's
 	// operations that name or create sets.
 	surcharge int
@@ -82,7 +84,7 @@ func (proxier *Proxier) newTxSplitter() *txSplitter {
 	s := &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily)}
 	if link := proxier.kernelLink; link != nil {
 		table := proxier.linkTable()
-		s.countSets = func() int { return link.setCount(table) }
+		s.countSets = func() (int, map[string]int) { return link.setCounts(table) }
 		if !proxier.rewriteAllOnFullSync {
 			s.link, s.table = link, table
 		}
@@ -109,14 +111,39 @@ func (s *txSplitter) weighSets(n, delta int) {
 	if n == 0 && delta == 0 || s.max <= 0 {
 		return
 	}
+	s.count()
+	s.surcharge += n * (s.sets / setScan)
+	s.sets = max(0, s.sets+delta)
+}
+
+// count reads the table's sets, once per sync.
+func (s *txSplitter) count() {
 	if !s.setsCounted {
 		if s.countSets != nil {
-			s.sets = s.countSets()
+			s.sets, s.anon = s.countSets()
 		}
 		s.setsCounted = true
 	}
-	s.surcharge += n * (s.sets / setScan)
-	s.sets = max(0, s.sets+delta)
+}
+
+// freedSets returns how many anonymous sets the chains that rec flushes hold in the kernel:
+// the sync frees them, and forgets them. It returns 0 when the splitter does not weigh sets.
+func (s *txSplitter) freedSets(rec *servicePortRecorder) int {
+	if s.max <= 0 {
+		return 0
+	}
+	s.count()
+	if len(s.anon) == 0 {
+		return 0
+	}
+	freed := 0
+	for _, e := range rec.entries {
+		if chain, ok := e.obj.(*knftables.Chain); ok && e.verb == stageFlush {
+			freed += s.anon[chain.Name]
+			delete(s.anon, chain.Name)
+		}
+	}
+	return freed
 }
 
 // run runs the queued transactions and then last, in order, and records their sizes and the
@@ -213,7 +240,9 @@ func (rec *servicePortRecorder) setOperations(n int) (lookups, created int) {
 
 // setReferences counts the sets that a rule's text names ("@set") and the set and map literals
 // ("{ ... }") in it, each of which the kernel keeps as an anonymous set. Braces after a set's
-// name ("update @set { ip saddr }") are a key expression, not a literal.
+// name ("update @set { ip saddr }") are a key expression, not a literal; and nft turns a set
+// literal of one element ("ip saddr != { 10.0.0.0/8 }") into a plain comparison, so only a
+// map literal ("map { ... }", "vmap { ... }") or a literal with a comma in it is a set.
 func setReferences(rule string) (named, literals int) {
 	fields := strings.Fields(rule)
 	for i, f := range fields {
@@ -221,8 +250,24 @@ func setReferences(rule string) (named, literals int) {
 		case strings.HasPrefix(f, "@"):
 			named++
 		case strings.HasPrefix(f, "{") && (i == 0 || !strings.HasPrefix(fields[i-1], "@")):
-			literals++
+			if i > 0 && (fields[i-1] == "map" || fields[i-1] == "vmap") || literalHasComma(fields[i:]) {
+				literals++
+			}
 		}
 	}
 	return named, literals
+}
+
+// literalHasComma reports whether the literal that fields start with ("{" ... "}") has more
+// than one element.
+func literalHasComma(fields []string) bool {
+	for _, f := range fields {
+		if before, _, closed := strings.Cut(f, "}"); closed {
+			return strings.Contains(before, ",")
+		}
+		if strings.Contains(f, ",") {
+			return true
+		}
+	}
+	return false
 }

@@ -301,7 +301,7 @@ func TestPartialSyncsDoNotListTheTable(t *testing.T) {
 func TestSplitterWeighsSetOperations(t *testing.T) {
 	nft := knftables.NewFake(knftables.IPv4Family, "t")
 	counted := 0
-	countSets := func() int { counted++; return 25000 }
+	countSets := func() (int, map[string]int) { counted++; return 25000, map[string]int{"svc-a": 2, "svc-b": 1} }
 	s := &txSplitter{nft: nft, max: 1000, countSets: countSets}
 	tx := s.cut(nft.NewTransaction())
 	if len(s.queued) != 0 {
@@ -329,10 +329,24 @@ func TestSplitterWeighsSetOperations(t *testing.T) {
 		t.Errorf("sets went to %d, want 0", s.sets)
 	}
 
+	// A service port that flushes chains frees their anonymous sets, once.
+	rec := &servicePortRecorder{}
+	rec.entries = []stageEntry{
+		{verb: stageFlush, obj: &knftables.Chain{Name: "svc-a"}},
+		{verb: stageAdd, obj: &knftables.Chain{Name: "svc-b"}},
+		{verb: stageFlush, obj: &knftables.Chain{Name: "svc-c"}},
+	}
+	if got := s.freedSets(rec); got != 2 {
+		t.Errorf("flushing svc-a (2 anonymous sets) and svc-c (none) freed %d sets, want 2", got)
+	}
+	if got := s.freedSets(rec); got != 0 {
+		t.Errorf("flushing svc-a again freed %d sets, want 0", got)
+	}
+
 	// Without splitting, nothing is weighed or counted.
 	off := &txSplitter{nft: nft, countSets: countSets}
 	off.weighSets(5, 5)
-	if counted != 1 || off.surcharge != 0 || off.cut(tx) != tx {
+	if counted != 1 || off.surcharge != 0 || off.cut(tx) != tx || off.freedSets(rec) != 0 {
 		t.Errorf("a splitter with max 0 weighed set operations (counted %d, surcharge %d)", counted, off.surcharge)
 	}
 }
@@ -394,6 +408,10 @@ func TestSetReferences(t *testing.T) {
 		"ip daddr 10.0.0.1 tcp dport 80 jump service-X":                                          {0, 0},
 		"numgen random mod 2 vmap { 0 : goto endpoint-A , 1 : goto endpoint-B }":                 {0, 1},
 		"ip saddr != { 10.0.0.0/8, 192.168.0.0/16 } drop":                                        {0, 1},
+		"ip saddr != { 10.0.0.0/8 } drop":                                                        {0, 0},
+		"ip saddr != {10.0.0.0/8,192.168.0.0/16} drop":                                           {0, 1},
+		"numgen random mod 1 vmap { 0 : goto endpoint-A }":                                       {0, 1},
+		"dnat ip to numgen random mod 1 map { 0 : 10.0.0.1 . 80 }":                               {0, 1},
 		"update @affinity-X { ip saddr }":                                                        {1, 0},
 		"ip saddr @affinity-X goto endpoint-A":                                                   {1, 0},
 		"update @affinity { ip saddr . 1 } numgen random mod 2 vmap { 0 : goto a , 1 : goto b }": {1, 1},
