@@ -393,3 +393,82 @@ func TestRealKernelSetCountFollowsOwnCommits(t *testing.T) {
 	periodicFullSync(t, fp)
 	checkSetCount(t, fp)
 }
+
+func TestRealKernelDualStackDamage(t *testing.T) {
+	// A dual-stack kube-proxy's two proxiers share one link, in one namespace. Damage to the
+	// ip6 table, followed by the IPv4 proxier's own commit (which is where the link sees that
+	// someone else committed), is still repaired by the IPv6 proxier's next periodic full
+	// sync; and the IPv4 table, which nobody damaged, is not re-written.
+	real4, run := realNFT(t, knftables.IPv4Family)
+	real6, err := knftables.New(knftables.IPv6Family, kubeProxyTable) // the same shim on PATH
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec4 := &txText{Interface: real4}
+	_, fp4 := NewFakeProxier(v1.IPv4Protocol)
+	fp4.nftables = rec4
+	link := linkKernel(t, fp4, real4)
+	fp4.maxTransactionOps = 20
+	rec6 := &txText{Interface: real6}
+	_, fp6 := NewFakeProxier(v1.IPv6Protocol)
+	fp6.nftables = rec6
+	fp6.kernelLink = link
+	fp6.maxTransactionOps = 20
+
+	setDamageTestCluster(fp4)
+	if err := fp4.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	setShapeTestService(t, fp6, v1.IPv6Protocol, 3, true)
+	periodicFullSync(t, fp6)
+	periodicFullSync(t, fp4)
+	want6 := tableObjects(t, run, "ip6")
+	if len(want6) == 0 {
+		t.Fatal("the IPv6 proxier wrote no ip6 table")
+	}
+
+	// Damage: flush the ip6 service chain.
+	var chain string
+	for key := range want6 {
+		if strings.HasPrefix(key, "chain service-") && strings.Contains(key, "-ns1/svc1/") {
+			chain = strings.TrimPrefix(key, "chain ")
+		}
+	}
+	if chain == "" {
+		t.Fatal("no ip6 service chain for ns1/svc1")
+	}
+	run("flush", "chain", "ip6", kubeProxyTable, chain)
+
+	// The IPv4 proxier commits a change of its own.
+	old := makeTestEndpointSlice("ns", "plain", 1, func(eps *discovery.EndpointSlice) {
+		eps.AddressType = discovery.AddressTypeIPv4
+		eps.Endpoints = []discovery.Endpoint{{Addresses: []string{"10.180.1.1"}, NodeName: ptr.To(testNodeName)}, {Addresses: []string{"10.180.1.2"}, NodeName: ptr.To("other-node")}}
+		eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To[int32](8080), Protocol: ptr.To(v1.ProtocolTCP)}}
+	})
+	changed := old.DeepCopy()
+	changed.Endpoints[1].Addresses = []string{"10.180.1.3"}
+	fp4.OnEndpointSliceUpdate(old, changed)
+	if err := fp4.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	want4 := tableObjects(t, run, "ip")
+
+	n := len(rec6.texts)
+	periodicFullSync(t, fp6)
+	if diff := tableDiff(want6, tableObjects(t, run, "ip6")); diff != "" {
+		t.Errorf("the IPv6 proxier's periodic full sync left its table damaged:\n%s", diff)
+	}
+	if written := rec6.writtenServiceChains(n); !written[chain] {
+		t.Errorf("the repairing full sync re-wrote %v, want %s", written, chain)
+	}
+	n = len(rec4.texts)
+	periodicFullSync(t, fp4)
+	if diff := tableDiff(want4, tableObjects(t, run, "ip")); diff != "" {
+		t.Errorf("the IPv4 proxier's periodic full sync changed its table:\n%s", diff)
+	}
+	if written := rec4.writtenServiceChains(n); len(written) != 0 {
+		t.Errorf("the IPv4 proxier's periodic full sync re-wrote %v in its intact table", written)
+	}
+	checkSetCount(t, fp4)
+	checkSetCount(t, fp6)
+}
