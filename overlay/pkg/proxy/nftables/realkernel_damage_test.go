@@ -285,7 +285,7 @@ func TestRealKernelRepairsDamage(t *testing.T) {
 		}},
 	}
 	// Every chain of the table, flushed; every set and map that has elements, flushed.
-	probeRun, _ := damageTestProxier(t)
+	_, probeRun, _ := damageTestProxier(t)
 	probe := tableObjects(t, probeRun, "ip")
 	for key, obj := range probe {
 		kind, name, _ := strings.Cut(key, " ")
@@ -305,39 +305,61 @@ func TestRealKernelRepairsDamage(t *testing.T) {
 	}
 
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			k := &damageKit{t: t}
-			var fp *Proxier
-			k.run, fp = damageTestProxier(t)
-			k.want = tableObjects(t, k.run, "ip")
-			c.do(k)
-			if tableDiff(k.want, tableObjects(t, k.run, "ip")) == "" {
-				t.Fatal("the damage changed nothing in the table")
+		for _, restart := range []bool{false, true} {
+			name := c.name
+			if restart {
+				name += ", then a restart"
 			}
-			// A partial sync in between must not fail on the damage, nor undo any of it
-			// wrongly; the periodic full sync repairs it.
-			if err := fp.syncProxyRules(); err != nil {
-				t.Logf("the partial sync after the damage failed (the next sync is a full one): %v", err)
-			}
-			periodicFullSync(t, fp)
-			settle(t, fp)
-			if diff := tableDiff(k.want, tableObjects(t, k.run, "ip")); diff != "" {
-				t.Errorf("the periodic full sync left the table damaged:\n%s", diff)
-			}
-			// The full sync dumped the damaged table, and its own commits since kept the
-			// link's count of sets, which weighs transactions, true.
-			checkSetCount(t, fp)
-		})
+			t.Run(name, func(t *testing.T) {
+				k := &damageKit{t: t}
+				var fp *Proxier
+				var real knftables.Interface
+				real, k.run, fp = damageTestProxier(t)
+				k.want = tableObjects(t, k.run, "ip")
+				c.do(k)
+				if tableDiff(k.want, tableObjects(t, k.run, "ip")) == "" {
+					t.Fatal("the damage changed nothing in the table")
+				}
+				if restart {
+					// kube-proxy was down: a new one, with no memory of its writes,
+					// repairs the table at start-up.
+					fp = newDamageTestProxier(t, real)
+				} else {
+					// A partial sync in between must not fail on the damage, nor undo any
+					// of it wrongly; the periodic full sync repairs it.
+					if err := fp.syncProxyRules(); err != nil {
+						t.Logf("the partial sync after the damage failed (the next sync is a full one): %v", err)
+					}
+					periodicFullSync(t, fp)
+				}
+				settle(t, fp)
+				if diff := tableDiff(k.want, tableObjects(t, k.run, "ip")); diff != "" {
+					t.Errorf("the repairing full sync left the table damaged:\n%s", diff)
+				}
+				// The full sync dumped the damaged table, and its own commits since kept
+				// the link's count of sets, which weighs transactions, true.
+				checkSetCount(t, fp)
+			})
+		}
 	}
 }
 
-// damageTestProxier returns a proxier with a kernel link, in transactions of at most 20
-// operations, that has written the damage-test cluster to the kernel of a new namespace and
-// run a periodic full sync over it (so that it holds baselines of its own writes), and a
-// function that runs nft in that namespace.
-func damageTestProxier(t *testing.T) (func(args ...string) string, *Proxier) {
+// damageTestProxier returns a proxier from newDamageTestProxier on the kernel of a new
+// namespace (real), after a periodic full sync over what it wrote (so that it holds baselines
+// of its own writes), and a function that runs nft in that namespace.
+func damageTestProxier(t *testing.T) (knftables.Interface, func(args ...string) string, *Proxier) {
 	t.Helper()
 	real, run := realNFT(t, knftables.IPv4Family)
+	fp := newDamageTestProxier(t, real)
+	periodicFullSync(t, fp)
+	settle(t, fp)
+	return real, run, fp
+}
+
+// newDamageTestProxier returns a new proxier with a kernel link, in transactions of at most 20
+// operations, that has run its start-up sync of the damage-test cluster through real.
+func newDamageTestProxier(t *testing.T, real knftables.Interface) *Proxier {
+	t.Helper()
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
 	fp.nftables = real
 	linkKernel(t, fp, real)
@@ -346,16 +368,14 @@ func damageTestProxier(t *testing.T) (func(args ...string) string, *Proxier) {
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatal(err)
 	}
-	periodicFullSync(t, fp)
-	settle(t, fp)
-	return run, fp
+	return fp
 }
 
 func TestRealKernelSetCountFollowsOwnCommits(t *testing.T) {
 	// Transactions are weighed by the table's sets (see txSplitter). After the dump at
 	// start-up, kube-proxy's own commits keep that count: partial syncs and quiet full syncs
 	// read no dump.
-	_, fp := damageTestProxier(t)
+	_, _, fp := damageTestProxier(t)
 	checkSetCount(t, fp)
 	manySlice := func(first int) *discovery.EndpointSlice {
 		return makeTestEndpointSlice("ns", "many", 1, func(eps *discovery.EndpointSlice) {
