@@ -17,8 +17,10 @@ limitations under the License.
 package nftables
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -357,14 +359,18 @@ func damageTestProxier(t *testing.T) (knftables.Interface, func(args ...string) 
 }
 
 // newDamageTestProxier returns a new proxier with a kernel link, in transactions of at most 20
-// operations, that has run its start-up sync of the damage-test cluster through real.
-func newDamageTestProxier(t *testing.T, real knftables.Interface) *Proxier {
+// operations, that has run its start-up sync of the damage-test cluster through real (of its
+// next state, with changed set: see changeDamageTestCluster).
+func newDamageTestProxier(t *testing.T, real knftables.Interface, changed ...bool) *Proxier {
 	t.Helper()
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
 	fp.nftables = real
 	linkKernel(t, fp, real)
 	fp.maxTransactionOps = 20
 	setDamageTestCluster(fp)
+	if len(changed) > 0 && changed[0] {
+		changeDamageTestCluster(fp)
+	}
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatal(err)
 	}
@@ -491,4 +497,133 @@ func TestRealKernelDualStackDamage(t *testing.T) {
 	}
 	checkSetCount(t, fp4)
 	checkSetCount(t, fp6)
+}
+
+// failingNFT runs transactions through the real kernel, except the failAt-th one (counting
+// from 1), which it refuses without running, as if kube-proxy had died before it.
+type failingNFT struct {
+	knftables.Interface
+	runs, failAt int
+}
+
+func (f *failingNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
+	f.runs++
+	if f.runs == f.failAt {
+		return fmt.Errorf("injected failure of transaction %d", f.runs)
+	}
+	return f.Interface.Run(ctx, tx)
+}
+
+// changeDamageTestCluster moves fp's damage-test cluster to its next state: new endpoints for
+// three Services (one of them with affinity, one above the set-free limit), one Service
+// removed and one added.
+func changeDamageTestCluster(fp *Proxier) {
+	slice := func(name string, ips ...string) *discovery.EndpointSlice {
+		return makeTestEndpointSlice("ns", name, 1, func(eps *discovery.EndpointSlice) {
+			eps.AddressType = discovery.AddressTypeIPv4
+			for _, ip := range ips {
+				eps.Endpoints = append(eps.Endpoints, discovery.Endpoint{Addresses: []string{ip}, NodeName: ptr.To("other-node")})
+			}
+			eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To[int32](8080), Protocol: ptr.To(v1.ProtocolTCP)}}
+		})
+	}
+	var many []string
+	for i := range maxSetFreeEndpoints + 3 {
+		many = append(many, fmt.Sprintf("10.180.16.%d", i+1))
+	}
+	for _, eps := range []*discovery.EndpointSlice{
+		slice("plain", "10.180.11.1", "10.180.11.2", "10.180.11.3"),
+		slice("lb", "10.180.13.1"),
+		slice("many", many...),
+	} {
+		// The old slice only needs the same name: the change tracker takes the new one.
+		fp.OnEndpointSliceUpdate(eps, eps)
+	}
+	fp.OnServiceDelete(makeTestService("ns", "itp-local", func(svc *v1.Service) {
+		svc.Spec.ClusterIP = "172.30.3.5"
+		svc.Spec.Ports = []v1.ServicePort{{Name: "p", Port: 80, Protocol: v1.ProtocolTCP}}
+	}))
+	fp.OnServiceAdd(makeTestService("ns", "fresh", func(svc *v1.Service) {
+		svc.Spec.ClusterIP = "172.30.3.7"
+		svc.Spec.Ports = []v1.ServicePort{{Name: "p", Port: 80, Protocol: v1.ProtocolTCP, TargetPort: intstr.FromInt32(8080)}}
+	}))
+	fp.OnEndpointSliceAdd(slice("fresh", "10.180.17.1", "10.180.17.2"))
+}
+
+func TestRealKernelInterruptedSyncRecovers(t *testing.T) {
+	// The table a clean kube-proxy writes for the changed cluster.
+	refReal, refRun := realNFT(t, knftables.IPv4Family)
+	settle(t, newDamageTestProxier(t, refReal, true))
+	want := tableObjects(t, refRun, "ip")
+
+	// A sync of the change is cut off before each of its transactions in turn. The
+	// transactions before stand; the same proxier's next sync, or a restarted kube-proxy's
+	// first, must then write exactly the clean table.
+	for failAt := 1; ; failAt++ {
+		interrupted := false
+		for _, restart := range []bool{false, true} {
+			t.Run(fmt.Sprintf("transaction %d, restart=%v", failAt, restart), func(t *testing.T) {
+				real, run := realNFT(t, knftables.IPv4Family)
+				fp := newDamageTestProxier(t, real)
+				failing := &failingNFT{Interface: real, failAt: failAt}
+				fp.nftables = failing
+				fp.maxTransactionOps = 5
+				changeDamageTestCluster(fp)
+				if err := fp.syncProxyRules(); err == nil {
+					if failing.runs >= failAt {
+						t.Fatalf("the sync succeeded although transaction %d failed", failAt)
+					}
+					return // the sync has fewer transactions: all cases ran
+				}
+				interrupted = true
+				checkEveryServiceRouted(t, run, "172.30.3.1", "172.30.3.2", "172.30.3.3", "172.30.3.6")
+				if restart {
+					// A new kube-proxy starts on the changed cluster.
+					fp = newDamageTestProxier(t, real, true)
+				} else {
+					fp.nftables = real
+					if err := fp.syncProxyRules(); err != nil {
+						t.Fatalf("the recovering sync failed: %v", err)
+					}
+				}
+				settle(t, fp)
+				if diff := tableDiff(want, tableObjects(t, run, "ip")); diff != "" {
+					t.Errorf("after the interrupted sync and a recovering one, the table differs from a clean one:\n%s", diff)
+				}
+				checkSetCount(t, fp)
+			})
+		}
+		if !interrupted {
+			if failAt <= 3 {
+				t.Fatalf("the change's sync ran %d transactions, want it split into several", failAt-1)
+			}
+			break
+		}
+	}
+}
+
+var gotoChainRegexp = regexp.MustCompile(`(\S+) \. tcp \. \d+ : goto (\S+?),?$`)
+
+// checkEveryServiceRouted checks that the kernel's service-ips map sends each of ips somewhere,
+// and that every chain it sends anything to has rules: every Service has working rules, old or
+// new.
+func checkEveryServiceRouted(t *testing.T, run func(args ...string) string, ips ...string) {
+	t.Helper()
+	routed := map[string]bool{}
+	for _, line := range strings.Split(run("list", "map", "ip", kubeProxyTable, serviceIPsMap), "\n") {
+		line = strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "elements = {")), "}")
+		m := gotoChainRegexp.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		routed[m[1]] = true
+		if len(kernelChainRules(run, "ip", m[2])) == 0 {
+			t.Errorf("%s goes to chain %s, which has no rules", m[1], m[2])
+		}
+	}
+	for _, ip := range ips {
+		if !routed[ip] {
+			t.Errorf("no service-ips element sends %s anywhere", ip)
+		}
+	}
 }
