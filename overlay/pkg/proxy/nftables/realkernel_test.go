@@ -190,37 +190,6 @@ func textListings(t *testing.T, real knftables.Interface) int {
 	return n
 }
 
-// checkSetCount checks that fp's link counts as many sets in fp's table, and as many
-// anonymous sets in each chain, as a new dump of the kernel finds.
-func checkSetCount(t *testing.T, fp *Proxier) {
-	t.Helper()
-	table := fp.linkTable()
-	got, gotAnon := fp.kernelLink.setCounts(table)
-	c, err := fp.kernelLink.open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
-	family, name := splitLinkTable(table)
-	snap, err := c.snapshot(family, name, fp.kernelLink.seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != snap.allSets {
-		t.Errorf("the link counts %d sets in %s, the kernel holds %d", got, table, snap.allSets)
-	}
-	for chain, shape := range snap.shapes {
-		if gotAnon[chain] != shape.anonRefs {
-			t.Errorf("the link counts %d anonymous sets in chain %s, the kernel holds %d", gotAnon[chain], chain, shape.anonRefs)
-		}
-	}
-	for chain, n := range gotAnon {
-		if _, ok := snap.shapes[chain]; !ok {
-			t.Errorf("the link counts %d anonymous sets in chain %s, which the kernel does not hold", n, chain)
-		}
-	}
-}
-
 var listedRuleRegexp = regexp.MustCompile(`^\s+(.*?)\s*$`)
 
 // kernelFamily returns the knftables family of a proxier of family, and its name in nft's
