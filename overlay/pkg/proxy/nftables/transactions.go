@@ -244,6 +244,9 @@ func (rec *servicePortRecorder) setOperations(n int) (lookups, created int) {
 // literal of one element ("ip saddr != { 10.0.0.0/8 }") into a plain comparison, so only a
 // map literal ("map { ... }", "vmap { ... }") or a literal with a comma in it is a set.
 func setReferences(rule string) (named, literals int) {
+	if !strings.ContainsAny(rule, "@{") {
+		return 0, 0 // most rules: not worth splitting
+	}
 	fields := strings.Fields(rule)
 	for i, f := range fields {
 		switch {
