@@ -83,18 +83,16 @@ type chainMemory struct {
 	heldSets  map[string]bool
 	heldValid bool
 	heldEpoch uint64
-	// sets counts every set of the table (anonymous ones included): from the last dump, then
-	// kept up to date with kube-proxy's own commits (noteSets). named are the table's named
-	// sets and maps, and anon the number of anonymous sets that each chain's rules hold.
-	sets  int
+	// named are the table's named sets and maps, and anon the number of anonymous sets that
+	// each chain's rules hold: from the last dump, then kept up to date with kube-proxy's own
+	// commits (noteSets). Together they are every set of the table (setTotal).
 	named map[string]bool
 	anon  map[string]int
 }
 
-// countSets records what a dump found of table's sets: every named set and map (named), the
-// anonymous sets of each chain (shapes), and all of them (all).
-func (m *chainMemory) countSets(all int, named []string, shapes map[string]chainShape) {
-	m.sets = all
+// countSets records what a dump found of table's sets: every named set and map (named), and
+// the anonymous sets of each chain (shapes).
+func (m *chainMemory) countSets(named []string, shapes map[string]chainShape) {
 	m.named = make(map[string]bool, len(named))
 	for _, name := range named {
 		m.named[name] = true
@@ -107,7 +105,16 @@ func (m *chainMemory) countSets(all int, named []string, shapes map[string]chain
 	}
 }
 
-// noteSets updates the set count with one command of a committed transaction, split by
+// setTotal returns how many sets the table holds, anonymous ones included.
+func (m *chainMemory) setTotal() int {
+	n := len(m.named)
+	for _, anon := range m.anon {
+		n += anon
+	}
+	return n
+}
+
+// noteSets updates the sets with one command of a committed transaction, split by
 // nftCommands: a named set or map that is created or deleted; the set and map literals of an
 // added rule, each an anonymous set that its chain now holds; and a chain that is flushed or
 // deleted, which frees its anonymous sets. Deleting or flushing the table frees them all (and
@@ -117,42 +124,32 @@ func (m *chainMemory) noteSets(f []string) {
 		return
 	}
 	verb, typ := f[0], f[1]
-	freeChain := func(chain string) {
-		m.sets = max(0, m.sets-m.anon[chain])
-		delete(m.anon, chain)
-	}
 	switch {
 	case typ == "table" && verb != "add" && verb != "create":
-		for chain := range m.anon {
-			freeChain(chain)
-		}
+		clear(m.anon)
 		if verb == "delete" || verb == "destroy" {
-			m.sets = 0
 			clear(m.named)
 		}
 	case len(f) < 5:
 	case typ == "set" || typ == "map":
 		name := f[4]
 		switch {
-		case (verb == "add" || verb == "create") && !m.named[name]:
+		case verb == "add" || verb == "create":
 			if m.named == nil {
 				m.named = map[string]bool{}
 			}
 			m.named[name] = true
-			m.sets++
-		case (verb == "delete" || verb == "destroy") && m.named[name]:
+		case verb == "delete" || verb == "destroy":
 			delete(m.named, name)
-			m.sets = max(0, m.sets-1)
 		}
 	case typ == "chain" && (verb == "flush" || verb == "delete" || verb == "destroy"):
-		freeChain(f[4])
+		delete(m.anon, f[4])
 	case typ == "rule" && verb == "add" && len(f) == 6:
 		if _, literals := setReferences(f[5]); literals > 0 {
 			if m.anon == nil {
 				m.anon = map[string]int{}
 			}
 			m.anon[f[4]] += literals
-			m.sets += literals
 		}
 	}
 }
@@ -459,7 +456,7 @@ func (l *nftLink) resolve(table string, snap *tableSnapshot) *kernelListing {
 		l.newEpoch(snap.gen)
 	}
 	m := l.memory(table)
-	m.countSets(snap.allSets, snap.allNamed, snap.shapes)
+	m.countSets(snap.allNamed, snap.shapes)
 	k := &kernelListing{chains: make(map[string]uint64, len(snap.chains)), sets: snap.sets, listedSets: true, drifted: map[string]bool{}, unknown: map[string]chainShape{}}
 	for chain, kh := range snap.chains {
 		p, written := m.pending[chain]
@@ -546,7 +543,7 @@ func (l *nftLink) setCounts(table string) (int, map[string]int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if m := l.tables[table]; m != nil {
-		return m.sets, maps.Clone(m.anon)
+		return m.setTotal(), maps.Clone(m.anon)
 	}
 	return 0, nil
 }

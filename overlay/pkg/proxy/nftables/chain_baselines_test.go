@@ -33,9 +33,9 @@ import (
 func TestNoteWritesCountsSets(t *testing.T) {
 	m := &chainMemory{baselines: map[string]chainBaseline{}, pending: map[string]pendingWrite{}}
 	// The dump: the service-ips map, one named set, and chain "old" with two anonymous sets.
-	m.countSets(4, []string{serviceIPsMap, "aff"}, map[string]chainShape{"old": {rules: 2, anonRefs: 2}, "plain": {rules: 1}})
-	if m.sets != 4 {
-		t.Fatalf("after the dump: %d sets, want 4", m.sets)
+	m.countSets([]string{serviceIPsMap, "aff"}, map[string]chainShape{"old": {rules: 2, anonRefs: 2}, "plain": {rules: 1}})
+	if m.setTotal() != 4 {
+		t.Fatalf("after the dump: %d sets, want 4", m.setTotal())
 	}
 	m.noteWrites(strings.Join([]string{
 		"add map ip kube-proxy service-ips { type ipv4_addr : verdict ; }",                                                          // exists
@@ -49,20 +49,20 @@ func TestNoteWritesCountsSets(t *testing.T) {
 		"delete set ip kube-proxy never-there",
 		"add element ip kube-proxy service-ips { 172.30.0.1 : goto new }",
 	}, "\n"), 1, false)
-	if m.sets != 5 || m.anon["old"] != 2 || m.anon["new"] != 1 {
-		t.Errorf("after the writes: %d sets, anonymous %v; want 5, old 2 and new 1", m.sets, m.anon)
+	if m.setTotal() != 5 || m.anon["old"] != 2 || m.anon["new"] != 1 {
+		t.Errorf("after the writes: %d sets, anonymous %v; want 5, old 2 and new 1", m.setTotal(), m.anon)
 	}
 	m.noteWrites("delete chain ip kube-proxy new\nflush chain ip kube-proxy old", 1, true)
-	if m.sets != 2 || len(m.anon) != 0 {
-		t.Errorf("after deleting new and flushing old: %d sets, anonymous %v; want 2 and none", m.sets, m.anon)
+	if m.setTotal() != 2 || len(m.anon) != 0 {
+		t.Errorf("after deleting new and flushing old: %d sets, anonymous %v; want 2 and none", m.setTotal(), m.anon)
 	}
 	m.noteWrites("add rule ip kube-proxy plain ip daddr { 10.0.0.3 } drop\ndelete table ip kube-proxy", 1, false)
-	if m.sets != 0 || len(m.anon) != 0 || len(m.named) != 0 {
-		t.Errorf("after deleting the table: %d sets, anonymous %v, named %v; want none", m.sets, m.anon, m.named)
+	if m.setTotal() != 0 || len(m.anon) != 0 || len(m.named) != 0 {
+		t.Errorf("after deleting the table: %d sets, anonymous %v, named %v; want none", m.setTotal(), m.anon, m.named)
 	}
 	m.noteWrites("add table ip kube-proxy\nadd map ip kube-proxy service-ips { type ipv4_addr : verdict ; }", 1, false)
-	if m.sets != 1 {
-		t.Errorf("after re-creating the table and its map: %d sets, want 1", m.sets)
+	if m.setTotal() != 1 {
+		t.Errorf("after re-creating the table and its map: %d sets, want 1", m.setTotal())
 	}
 }
 
