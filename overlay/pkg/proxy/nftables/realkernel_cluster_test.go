@@ -78,50 +78,57 @@ func setDamageTestCluster(fp *Proxier) {
 			svc.Spec.Ports = port(80, 0)
 		}),
 	)
-	slice := func(name string, endpoints ...discovery.Endpoint) *discovery.EndpointSlice {
-		return makeTestEndpointSlice("ns", name, 1, func(eps *discovery.EndpointSlice) {
-			eps.AddressType = discovery.AddressTypeIPv4
-			eps.Endpoints = endpoints
-			eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To[int32](8080), Protocol: ptr.To(v1.ProtocolTCP)}}
-		})
-	}
-	endpoint := func(ip, node string) discovery.Endpoint {
-		return discovery.Endpoint{Addresses: []string{ip}, NodeName: ptr.To(node)}
-	}
-	var many []discovery.Endpoint
-	for i := range maxSetFreeEndpoints + 3 {
-		many = append(many, endpoint(fmt.Sprintf("10.180.6.%d", i+1), "other-node"))
-	}
 	populateEndpointSlices(fp,
-		slice("plain", endpoint("10.180.1.1", testNodeName), endpoint("10.180.1.2", "other-node")),
-		slice("nodeport", endpoint("10.180.2.1", testNodeName), endpoint("10.180.2.2", "other-node")),
-		slice("lb", endpoint("10.180.3.1", "other-node"), endpoint("10.180.3.2", "other-node")),
-		slice("itp-local", endpoint("10.180.5.1", "other-node")),
-		slice("many", many...),
+		damageTestSlice("plain", damageTestEndpoint("10.180.1.1", testNodeName), damageTestEndpoint("10.180.1.2", "other-node")),
+		damageTestSlice("nodeport", damageTestEndpoint("10.180.2.1", testNodeName), damageTestEndpoint("10.180.2.2", "other-node")),
+		damageTestSlice("lb", remoteEndpoints("10.180.3.1", "10.180.3.2")...),
+		damageTestSlice("itp-local", remoteEndpoints("10.180.5.1")...),
+		damageTestSlice("many", manyEndpoints("10.180.6.%d", 1)...),
 	)
+}
+
+// damageTestSlice returns the endpoint slice of the damage-test cluster's Service name, with
+// endpoints, for its TCP port "p" on 8080.
+func damageTestSlice(name string, endpoints ...discovery.Endpoint) *discovery.EndpointSlice {
+	return makeTestEndpointSlice("ns", name, 1, func(eps *discovery.EndpointSlice) {
+		eps.AddressType = discovery.AddressTypeIPv4
+		eps.Endpoints = endpoints
+		eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To[int32](8080), Protocol: ptr.To(v1.ProtocolTCP)}}
+	})
+}
+
+// damageTestEndpoint returns an endpoint at ip on node.
+func damageTestEndpoint(ip, node string) discovery.Endpoint {
+	return discovery.Endpoint{Addresses: []string{ip}, NodeName: ptr.To(node)}
+}
+
+// remoteEndpoints returns endpoints at ips on another node.
+func remoteEndpoints(ips ...string) []discovery.Endpoint {
+	var endpoints []discovery.Endpoint
+	for _, ip := range ips {
+		endpoints = append(endpoints, damageTestEndpoint(ip, "other-node"))
+	}
+	return endpoints
+}
+
+// manyEndpoints returns more endpoints than the set-free shapes take, on another node, at the
+// addresses that format gives for first, first+1 and so on.
+func manyEndpoints(format string, first int) []discovery.Endpoint {
+	var ips []string
+	for i := range maxSetFreeEndpoints + 3 {
+		ips = append(ips, fmt.Sprintf(format, first+i))
+	}
+	return remoteEndpoints(ips...)
 }
 
 // changeDamageTestCluster moves fp's damage-test cluster to its next state: new endpoints for
 // three Services (one of them with affinity, one above the set-free limit), one Service
 // removed and one added.
 func changeDamageTestCluster(fp *Proxier) {
-	slice := func(name string, ips ...string) *discovery.EndpointSlice {
-		return makeTestEndpointSlice("ns", name, 1, func(eps *discovery.EndpointSlice) {
-			eps.AddressType = discovery.AddressTypeIPv4
-			for _, ip := range ips {
-				eps.Endpoints = append(eps.Endpoints, discovery.Endpoint{Addresses: []string{ip}, NodeName: ptr.To("other-node")})
-			}
-			eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To[int32](8080), Protocol: ptr.To(v1.ProtocolTCP)}}
-		})
-	}
-	var many []string
-	for i := range maxSetFreeEndpoints + 3 {
-		many = append(many, fmt.Sprintf("10.180.16.%d", i+1))
-	}
 	for _, eps := range []*discovery.EndpointSlice{
-		slice("plain", "10.180.11.1", "10.180.11.2", "10.180.11.3"),
-		slice("lb", "10.180.13.1"),
-		slice("many", many...),
+		damageTestSlice("plain", remoteEndpoints("10.180.11.1", "10.180.11.2", "10.180.11.3")...),
+		damageTestSlice("lb", remoteEndpoints("10.180.13.1")...),
+		damageTestSlice("many", manyEndpoints("10.180.16.%d", 1)...),
 	} {
 		// The old slice only needs the same name: the change tracker takes the new one.
 		fp.OnEndpointSliceUpdate(eps, eps)
@@ -134,7 +141,7 @@ func changeDamageTestCluster(fp *Proxier) {
 		svc.Spec.ClusterIP = "172.30.3.7"
 		svc.Spec.Ports = []v1.ServicePort{{Name: "p", Port: 80, Protocol: v1.ProtocolTCP, TargetPort: intstr.FromInt32(8080)}}
 	}))
-	fp.OnEndpointSliceAdd(slice("fresh", "10.180.17.1", "10.180.17.2"))
+	fp.OnEndpointSliceAdd(damageTestSlice("fresh", remoteEndpoints("10.180.17.1", "10.180.17.2")...))
 }
 
 // damageTestProxier returns a proxier from newDamageTestProxier on the kernel of a new

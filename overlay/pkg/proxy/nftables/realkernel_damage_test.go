@@ -22,8 +22,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	discovery "k8s.io/api/discovery/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 )
 
@@ -237,11 +235,7 @@ func TestRealKernelDualStackDamage(t *testing.T) {
 	run("flush", "chain", "ip6", kubeProxyTable, chain)
 
 	// The IPv4 proxier commits a change of its own.
-	old := makeTestEndpointSlice("ns", "plain", 1, func(eps *discovery.EndpointSlice) {
-		eps.AddressType = discovery.AddressTypeIPv4
-		eps.Endpoints = []discovery.Endpoint{{Addresses: []string{"10.180.1.1"}, NodeName: ptr.To(testNodeName)}, {Addresses: []string{"10.180.1.2"}, NodeName: ptr.To("other-node")}}
-		eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To[int32](8080), Protocol: ptr.To(v1.ProtocolTCP)}}
-	})
+	old := damageTestSlice("plain", damageTestEndpoint("10.180.1.1", testNodeName), damageTestEndpoint("10.180.1.2", "other-node"))
 	changed := old.DeepCopy()
 	changed.Endpoints[1].Addresses = []string{"10.180.1.3"}
 	fp4.OnEndpointSliceUpdate(old, changed)

@@ -17,13 +17,11 @@ limitations under the License.
 package nftables
 
 import (
-	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 )
 
 // The count of the table's sets, which weighs transactions, on the real kernel.
@@ -35,13 +33,7 @@ func TestRealKernelSetCountFollowsOwnCommits(t *testing.T) {
 	_, _, fp := damageTestProxier(t)
 	checkSetCount(t, fp)
 	manySlice := func(first int) *discovery.EndpointSlice {
-		return makeTestEndpointSlice("ns", "many", 1, func(eps *discovery.EndpointSlice) {
-			eps.AddressType = discovery.AddressTypeIPv4
-			for i := range maxSetFreeEndpoints + 3 {
-				eps.Endpoints = append(eps.Endpoints, discovery.Endpoint{Addresses: []string{fmt.Sprintf("10.180.6.%d", first+i)}, NodeName: ptr.To("other-node")})
-			}
-			eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To[int32](8080), Protocol: ptr.To(v1.ProtocolTCP)}}
-		})
+		return damageTestSlice("many", manyEndpoints("10.180.6.%d", first)...)
 	}
 	sync := func(what string) {
 		t.Helper()
