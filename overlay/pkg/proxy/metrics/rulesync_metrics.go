@@ -71,6 +71,21 @@ var NFTablesLongestTransactionSeconds = metrics.NewHistogramVec(
 	[]string{"ip_family"},
 )
 
+// NFTablesSyncFallbacksTotal counts the syncs that the nftables proxier ran with a fallback
+// strategy instead of its bounded transactions, by reason: "listing_failed" (a map or set could
+// not be read, so the sync writes it whole in one transaction), "repeated_failure" (two syncs
+// in a row failed: one transaction, every chain re-written) and "isolate" (more failed: one
+// transaction per changed Service, so that a Service the kernel refuses blocks no other).
+var NFTablesSyncFallbacksTotal = metrics.NewCounterVec(
+	&metrics.CounterOpts{
+		Subsystem:      kubeProxySubsystem,
+		Name:           "sync_proxy_rules_nftables_fallbacks_total",
+		Help:           "Syncs that the nftables proxier ran with a fallback strategy, by reason.",
+		StabilityLevel: metrics.ALPHA,
+	},
+	[]string{"ip_family", "reason"},
+)
+
 // SyncFullProxyRulesChainsCheckedTotal counts the service-port chains that drift-checked
 // periodic full syncs compared with the kernel.
 var SyncFullProxyRulesChainsCheckedTotal = metrics.NewCounterVec(
@@ -152,4 +167,5 @@ func registerRuleSyncMetrics() {
 	legacyregistry.MustRegister(SyncProxyRulesGenerationSeconds)
 	legacyregistry.MustRegister(SyncFullProxyRulesChainsRewrittenTotal)
 	legacyregistry.MustRegister(SyncFullProxyRulesDriftReadSeconds)
+	legacyregistry.MustRegister(NFTablesSyncFallbacksTotal)
 }

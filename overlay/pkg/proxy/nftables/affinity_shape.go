@@ -206,7 +206,7 @@ func elementAffinityID(elem *knftables.Element) (affinityID, bool) {
 // is deleted, in the same transaction: an element that times out between the listing and the
 // commit is then deleted all the same, rather than failing the transaction. If listing fails,
 // it logs and deletes nothing; the next full sync prunes again.
-func (proxier *Proxier) pruneClientAffinity(tx *knftables.Transaction, stale func(affinityID) bool) {
+func (proxier *Proxier) pruneClientAffinity(tx txWriter, stale func(affinityID) bool) {
 	elems, err := proxier.nftables.ListElements(context.TODO(), "set", clientAffinitySet)
 	if err != nil {
 		if !knftables.IsNotFound(err) {
@@ -235,7 +235,7 @@ func (proxier *Proxier) pruneClientAffinity(tx *knftables.Transaction, stale fun
 // all of them: they are upstream's, left by an upgrade), and then either prunes the shared set
 // of the endpoints that no service port keeps, or, with upstream's shapes, deletes it; either
 // only if the listing found it (a set this sync adds is empty).
-func (st *servicePortStage) cleanupAllAffinity(tx *knftables.Transaction) {
+func (st *servicePortStage) cleanupAllAffinity(tx txWriter) {
 	for _, set := range sets.List(st.existingAffinitySets) {
 		if !st.state.affinitySets.Has(set) {
 			tx.Delete(&knftables.Set{Name: set})
@@ -262,7 +262,7 @@ func (st *servicePortStage) cleanupAllAffinity(tx *knftables.Transaction) {
 // dropAffinity is the affinity part of a partial sync's clean-up: names are the affinity names
 // that the changed service ports no longer keep and no other port does. Per-endpoint sets are
 // deleted; shared-set affinity is pruned from the shared set.
-func (st *servicePortStage) dropAffinity(tx *knftables.Transaction, names []string) {
+func (st *servicePortStage) dropAffinity(tx txWriter, names []string) {
 	stale := map[affinityID]bool{}
 	for _, name := range names {
 		if id, ok := sharedAffinityIDs(name); ok {
@@ -282,25 +282,57 @@ func (st *servicePortStage) dropAffinity(tx *knftables.Transaction, names []stri
 // all of its chains, so once tx commits no rule names the sets. Deleting them port by port
 // spreads an upgrade's set deletions over the sync's bounded transactions, and shrinks the set
 // list that the kernel scans for every set it looks up, rather than piling them all into the
-// last transaction. Sets of endpoints that are gone wait for cleanupAllAffinity, after their
-// stale chains are flushed.
+// clean-up. It deletes nothing when the table holds a chain of the same service port that rec
+// does not flush (such as upstream's local-policy chain of a Service whose traffic policy became
+// Cluster): that chain's rules may still name the sets, and the clean-up deletes them after it
+// flushes the chain. Nor does it in a sync written as one transaction (recovery.go), whose
+// clean-up deletes every set after every flush. Sets of endpoints that are gone wait for
+// cleanupAllAffinity, after their stale chains are flushed.
 func (st *servicePortStage) deleteReplacedAffinitySets(tx *knftables.Transaction, rec *servicePortRecorder) {
-	if !st.walkAll || st.existingAffinitySets.Len() == 0 {
+	if !st.walkAll || st.existingAffinitySets.Len() == 0 || st.proxier.recovery.mode == fallbackWhole {
 		return
 	}
+	flushed := sets.New[string]()
 	for _, e := range rec.entries {
-		chain, ok := e.obj.(*knftables.Chain)
-		if !ok || e.verb != stageFlush {
-			continue
+		if chain, ok := e.obj.(*knftables.Chain); ok && e.verb == stageFlush {
+			flushed.Insert(chain.Name)
 		}
-		base, ok := strings.CutPrefix(chain.Name, servicePortEndpointChainNamePrefix)
+	}
+	checked := false
+	for _, chain := range sets.List(flushed) {
+		base, ok := strings.CutPrefix(chain, servicePortEndpointChainNamePrefix)
 		if !ok {
 			continue
 		}
 		set := servicePortEndpointAffinityNamePrefix + base
-		if st.existingAffinitySets.Has(set) && !slices.Contains(rec.affinitySets, set) {
-			tx.Delete(&knftables.Set{Name: set})
-			st.existingAffinitySets.Delete(set)
+		if !st.existingAffinitySets.Has(set) || slices.Contains(rec.affinitySets, set) {
+			continue
+		}
+		if !checked {
+			if !st.flushesAllChainsOf(chainOwner(chain), flushed) {
+				return
+			}
+			checked = true
+		}
+		tx.Delete(&knftables.Set{Name: set})
+		st.existingAffinitySets.Delete(set)
+	}
+}
+
+// flushesAllChainsOf reports whether flushed holds every listed chain of the service port owner.
+func (st *servicePortStage) flushesAllChainsOf(owner string, flushed sets.Set[string]) bool {
+	if st.chainsByOwner == nil {
+		st.chainsByOwner = map[string][]string{}
+		for chain := range st.existingChains {
+			if o := chainOwner(chain); o != "" {
+				st.chainsByOwner[o] = append(st.chainsByOwner[o], chain)
+			}
 		}
 	}
+	for _, chain := range st.chainsByOwner[owner] {
+		if !flushed.Has(chain) {
+			return false
+		}
+	}
+	return true
 }

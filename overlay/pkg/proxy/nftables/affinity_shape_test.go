@@ -19,6 +19,7 @@ package nftables
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -110,7 +111,7 @@ func TestSharedAffinityShape(t *testing.T) {
 					id := ids[ep.IP()]
 					key := saddr + numgenConst(id.a) + " . " + numgenConst(id.b)
 					lookup := key + " @client-affinity goto " + epInfo.chainName
-					if !contains(rules, lookup) {
+					if !slices.Contains(rules, lookup) {
 						t.Errorf("no lookup %q in the service chain %v", lookup, rules)
 					}
 					update := "update @client-affinity { " + key + " timeout 3h }"

@@ -398,7 +398,10 @@ func (proxier *Proxier) prefetchDriftListing(fullSync bool) {
 func (proxier *Proxier) startDriftCheck(fullSync bool) {
 	prefetched := proxier.driftKernel
 	proxier.driftKernel = nil
-	if !fullSync || proxier.rewriteAllOnFullSync {
+	if !fullSync || proxier.rewriteAllOnFullSync || proxier.recovery.rewriteAll {
+		if prefetched != nil && prefetched.pending != nil {
+			<-prefetched.pending // let the prefetch's goroutine end
+		}
 		return
 	}
 	var kernel *kernelListing

@@ -67,11 +67,11 @@ func (r *txText) writtenServiceChains(from int) map[string]bool {
 // failure forces one) and runs it.
 func periodicFullSync(t *testing.T, fp *Proxier) {
 	t.Helper()
-	fp.lastFullSync = time.Now().Add(-2 * time.Hour)
+	fp.lastFullSync = fp.now().Add(-2 * time.Hour)
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatal(err)
 	}
-	if time.Since(fp.lastFullSync) > time.Minute {
+	if fp.now().Sub(fp.lastFullSync) > time.Minute {
 		t.Fatal("the sync was not a full sync")
 	}
 }

@@ -227,11 +227,11 @@ func (k *knownObjects) claim(c elementClaim) {
 // release drops port's use of the element key. If no service port uses the element any more,
 // it adds the element's deletion to tx; if others still do and the element holds a value that
 // none of them wants, it writes the value of one of them.
-func (k *knownObjects) release(tx *knftables.Transaction, key elementKey, port proxy.ServicePortName) {
+func (k *knownObjects) release(tx txWriter, key elementKey, port proxy.ServicePortName) {
 	k.forgetClaim(key, port)
 	cs, ok := k.claims[key]
 	if !ok {
-		k.deleteElement(tx, key)
+		deleteElement(tx, key)
 		return
 	}
 	s := key.storage
@@ -269,8 +269,9 @@ func (k *knownObjects) forgetClaim(key elementKey, port proxy.ServicePortName) {
 	k.claims[key] = cs
 }
 
-// deleteElement adds the deletion of the element key to tx, if its storage holds it.
-func (k *knownObjects) deleteElement(tx *knftables.Transaction, key elementKey) {
+// deleteElement adds the deletion of the element key to tx, if its storage holds it, and
+// removes it from the storage.
+func deleteElement(tx txWriter, key elementKey) {
 	s := key.storage
 	if _, present := s.elements[key.key]; !present {
 		return
@@ -320,7 +321,7 @@ func (k *knownObjects) updatePorts(names []proxy.ServicePortName, news []*portOb
 			}
 		}
 		for _, chain := range old.chains {
-			if !contains(cur.chains, chain) {
+			if !slices.Contains(cur.chains, chain) {
 				k.chains.Delete(chain)
 				droppedChains = append(droppedChains, chain)
 			}
@@ -328,7 +329,7 @@ func (k *knownObjects) updatePorts(names []proxy.ServicePortName, news []*portOb
 		k.chains.Insert(cur.chains...)
 		usedChains = append(usedChains, cur.chains...)
 		for _, set := range old.affinitySets {
-			if !contains(cur.affinitySets, set) {
+			if !slices.Contains(cur.affinitySets, set) {
 				k.affinitySets.Delete(set)
 				droppedSets = append(droppedSets, set)
 			}
@@ -336,15 +337,6 @@ func (k *knownObjects) updatePorts(names []proxy.ServicePortName, news []*portOb
 		k.affinitySets.Insert(cur.affinitySets...)
 	}
 	return droppedChains, usedChains, droppedSets, released
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // listObjects lists the table's chains and sets, in the shape of knftables' ListAll.

@@ -163,6 +163,7 @@ func newDamageTestProxier(t *testing.T, real knftables.Interface, changed ...boo
 	t.Helper()
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
 	fp.nftables = real
+	frozenClock(fp)
 	linkKernel(t, fp, real)
 	fp.maxTransactionOps = 20
 	setDamageTestCluster(fp)

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
 	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -128,11 +129,14 @@ func (top *packetTopology) expectAnswers(t *testing.T, step, ip string, n int, w
 // sync the step needs (full, or partial).
 func syncOrFail(t *testing.T, step string, fp *Proxier, full bool) {
 	t.Helper()
-	before := time.Now()
+	// Each sync is stamped a millisecond after the one before: far from the second that
+	// stale chains wait.
+	fp.clock.(*testingclock.FakeClock).Step(time.Millisecond)
+	before := fp.now()
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatalf("%s: sync failed: %v", step, err)
 	}
-	if wasFull := fp.lastFullSync.After(before); wasFull != full {
+	if wasFull := !fp.lastFullSync.Before(before); wasFull != full {
 		t.Fatalf("%s: full sync %v, want %v", step, wasFull, full)
 	}
 }
@@ -149,6 +153,7 @@ func TestRealKernelPacketsServiceLifecycle(t *testing.T) {
 			n := packetNets[ipv6]
 			_, fp := NewFakeProxier(ipFamily)
 			fp.nftables = real
+			frozenClock(fp)
 			linkKernel(t, fp, real)
 			svc := packetService(ipv6)
 			clusterIP := svc.Spec.ClusterIP
@@ -190,7 +195,7 @@ func TestRealKernelPacketsServiceLifecycle(t *testing.T) {
 
 			// The stale chains' grace period is over: the next sync deletes them.
 			for chain := range fp.staleChains {
-				fp.staleChains[chain] = time.Now().Add(-time.Minute)
+				fp.staleChains[chain] = fp.now().Add(-time.Minute)
 			}
 			syncOrFail(t, "stale chains deleted", fp, false)
 			if len(fp.staleChains) != 0 {

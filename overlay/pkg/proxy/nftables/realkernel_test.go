@@ -28,6 +28,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/knftables"
 )
 
@@ -107,6 +108,15 @@ func realNFTNetns(t *testing.T, family knftables.Family) (knftables.Interface, f
 	return nft, run, netns
 }
 
+// frozenClock gives fp a fake clock, at the real time now, that moves only when the test
+// moves it: what ages (stale chains) and what is stamped (the last full sync) then does not
+// depend on how fast the machine runs the test. It returns the clock.
+func frozenClock(fp *Proxier) *testingclock.FakeClock {
+	c := testingclock.NewFakeClock(time.Now())
+	fp.clock = c
+	return c
+}
+
 // lookPathNFT finds the real nft binary once, before any test has put its shim (which runs nft
 // in the test's namespace) on PATH: a subtest's nft must not be its parent's shim.
 var lookPathNFT = sync.OnceValues(func() (string, error) { return exec.LookPath("nft") })
@@ -152,6 +162,7 @@ func writeUpstreamShapes(t *testing.T, real knftables.Interface) {
 	t.Helper()
 	_, old := NewFakeProxier(v1.IPv4Protocol)
 	old.nftables = real
+	frozenClock(old)
 	old.upstreamRuleShapes = true
 	setSplitTestCluster(old, 1)
 	if err := old.syncProxyRules(); err != nil {
@@ -167,6 +178,7 @@ func linkedProxier(t *testing.T, real knftables.Interface, maxOps int) (rec *txT
 	rec = &txText{Interface: real}
 	_, fp = NewFakeProxier(v1.IPv4Protocol)
 	fp.nftables = rec
+	frozenClock(fp)
 	linkKernel(t, fp, real)
 	fp.maxTransactionOps = maxOps
 	refFake, ref = NewFakeProxier(v1.IPv4Protocol)
@@ -248,6 +260,7 @@ func TestRealKernelSplitSetFreeSyncs(t *testing.T) {
 	real, run := realNFT(t, knftables.IPv4Family)
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
 	fp.nftables = real
+	frozenClock(fp)
 	linkKernel(t, fp, real)
 	fp.maxTransactionOps = 7
 	refFake, ref := NewFakeProxier(v1.IPv4Protocol)
@@ -277,7 +290,7 @@ func TestRealKernelSplitSetFreeSyncs(t *testing.T) {
 		if !strings.Contains(chain, "__10.180.1.") {
 			t.Errorf("stale chain %s is not an endpoint chain of generation 1", chain)
 		}
-		fp.staleChains[chain] = time.Now().Add(-time.Minute)
+		fp.staleChains[chain] = fp.now().Add(-time.Minute)
 	}
 
 	// Delete a Service in a partial sync: its chains are flushed, then deleted once stale.
@@ -297,7 +310,7 @@ func TestRealKernelSplitSetFreeSyncs(t *testing.T) {
 		if rules := kernelChainRules(run, "ip", chain); len(rules) != 0 {
 			t.Errorf("stale chain %s still has rules %v", chain, rules)
 		}
-		fp.staleChains[chain] = time.Now().Add(-time.Minute)
+		fp.staleChains[chain] = fp.now().Add(-time.Minute)
 	}
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatalf("sync deleting stale chains: %v", err)
@@ -318,6 +331,7 @@ func TestRealKernelSetFreeShapesIPv6AndAffinity(t *testing.T) {
 			refFake, _ := shapeTestProxier(t, v1.IPv6Protocol, 5, affinity, false)
 			_, fp := NewFakeProxier(v1.IPv6Protocol)
 			fp.nftables = real
+			frozenClock(fp)
 			setShapeTestService(t, fp, v1.IPv6Protocol, 5, affinity)
 			checkServiceChainsMatch(t, refFake, run, "ip6")
 		})
@@ -392,6 +406,7 @@ func TestRealKernelRestartRewritesNothing(t *testing.T) {
 	real, run := realNFT(t, knftables.IPv4Family)
 	_, first := NewFakeProxier(v1.IPv4Protocol)
 	first.nftables = real
+	frozenClock(first)
 	linkKernel(t, first, real)
 	first.maxTransactionOps = 50
 	setSplitTestCluster(first, 1)
@@ -409,6 +424,7 @@ func TestRealKernelRestartRewritesNothing(t *testing.T) {
 	rec := &txText{Interface: real}
 	_, restarted := NewFakeProxier(v1.IPv4Protocol)
 	restarted.nftables = rec
+	frozenClock(restarted)
 	linkKernel(t, restarted, real)
 	restarted.maxTransactionOps = 50
 	setSplitTestCluster(restarted, 1)
@@ -483,6 +499,7 @@ func TestRealKernelMapShapeRewritesNothing(t *testing.T) {
 				real, run := realNFT(t, nftFamily)
 				_, first := NewFakeProxier(family)
 				first.nftables = real
+				frozenClock(first)
 				linkKernel(t, first, real)
 				setShapeTestService(t, first, family, n, affinity)
 				refFake, _ := shapeTestProxier(t, family, n, affinity, false)
@@ -494,6 +511,7 @@ func TestRealKernelMapShapeRewritesNothing(t *testing.T) {
 				rec := &txText{Interface: real}
 				_, restarted := NewFakeProxier(family)
 				restarted.nftables = rec
+				frozenClock(restarted)
 				linkKernel(t, restarted, real)
 				setShapeTestService(t, restarted, family, n, affinity)
 				if written := rec.writtenServiceChains(0); len(written) != 0 {

@@ -17,6 +17,7 @@ limitations under the License.
 package nftables
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -183,6 +184,8 @@ type servicePortStage struct {
 	clientAffinityListed                 bool
 	// clientAffinityAdded is set once the sync has added the shared affinity set.
 	clientAffinityAdded bool
+	// chainsByOwner indexes existingChains by service port (chainOwner), once needed.
+	chainsByOwner map[string][]string
 
 	// endpoints, noLocalInternal and noLocalExternal are the whole table's totals after
 	// this sync, for its log line and metrics.
@@ -262,25 +265,15 @@ func (proxier *Proxier) portsOf(services sets.Set[types.NamespacedName]) []proxy
 // compareServicePortNames orders service ports by namespace, name, port name and protocol.
 func compareServicePortNames(a, b proxy.ServicePortName) int {
 	if a.Namespace != b.Namespace {
-		return compareStrings(a.Namespace, b.Namespace)
+		return cmp.Compare(a.Namespace, b.Namespace)
 	}
 	if a.Name != b.Name {
-		return compareStrings(a.Name, b.Name)
+		return cmp.Compare(a.Name, b.Name)
 	}
 	if a.Port != b.Port {
-		return compareStrings(a.Port, b.Port)
+		return cmp.Compare(a.Port, b.Port)
 	}
-	return compareStrings(string(a.Protocol), string(b.Protocol))
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.Protocol, b.Protocol)
 }
 
 // listExisting lists the table's chains and affinity sets for a walkAll sync. If listing
@@ -364,7 +357,13 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		}
 	}, func(i int) {
 		rec := st.results[i]
-		tx = splitter.cut(tx)
+		// Cuts fall between Services: their ports are consecutive in st.ports.
+		if i == 0 || st.ports[i].NamespacedName != st.ports[i-1].NamespacedName {
+			tx = splitter.cut(tx)
+			if splitter.isolating() {
+				st.clientAffinityAdded = false // each Service's transaction stands alone
+			}
+		}
 		before := tx.NumOperations()
 		st.ensureClientAffinity(tx, rec)
 		for _, e := range rec.entries {
@@ -378,6 +377,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 				el.storage.ensureJoined(tx, e.obj.(*knftables.Element), el.key, el.value)
 			}
 		}
+		st.dropShadowed(tx, rec)
 		merged := tx.NumOperations()
 		st.deleteReplacedAffinitySets(tx, rec)
 		deleted := tx.NumOperations() - merged
@@ -396,16 +396,19 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	return tx
 }
 
-// cleanup adds to tx the removal of what this sync no longer uses: it flushes stale
-// service-port chains (and notes them in proxier.staleChains, to be deleted by a later sync),
-// deletes stale affinity sets, and deletes stale map and set elements.
-func (st *servicePortStage) cleanup(tx *knftables.Transaction) {
+// cleanup writes, after the Services' operations that end in tx, the removal of what this
+// sync no longer uses (stale_cleanup.go): it flushes stale service-port chains (and notes them in
+// proxier.staleChains, to be deleted by a later sync), deletes stale affinity sets, and deletes
+// stale map and set elements, in bounded transactions. It returns the transaction it ended in.
+func (st *servicePortStage) cleanup(tx *knftables.Transaction, splitter *txSplitter) *knftables.Transaction {
+	c := newStaleCleanup()
 	if st.walkAll {
-		st.cleanupAll(tx)
+		st.cleanupAll(c)
 	} else {
-		st.cleanupChanged(tx)
+		st.cleanupChanged(c)
 	}
 	st.endpoints, st.noLocalInternal, st.noLocalExternal = st.state.endpoints, st.state.noLocalInternal, st.state.noLocalExternal
+	return c.emit(tx, splitter)
 }
 
 // updateAll brings the known objects up to date after a walkAll sync's merge: the ports whose
@@ -438,56 +441,6 @@ func (st *servicePortStage) updateAll() {
 	st.state.order = st.ports // every current port, sorted
 }
 
-// cleanupAll is cleanup for a walkAll sync: whatever the table holds and this sync did not
-// generate is stale.
-func (st *servicePortStage) cleanupAll(tx *knftables.Transaction) {
-	proxier := st.proxier
-	for _, chain := range sets.List(st.existingChains) {
-		if !isServiceChainName(chain) {
-			continue
-		}
-		if st.state.chains.Has(chain) {
-			delete(proxier.staleChains, chain)
-			continue
-		}
-		tx.Flush(&knftables.Chain{Name: chain})
-		proxier.staleChains[chain] = st.start
-	}
-	st.cleanupAllAffinity(tx)
-	for _, storage := range proxier.elementStorages() {
-		storage.cleanupLeftoverKeys(tx)
-	}
-}
-
-// cleanupChanged is cleanup for a partial sync: what the changed and removed service ports
-// used before and do not use now is stale, unless another service port still uses it. As in
-// cleanupAll, chains are flushed before the affinity sets that their rules used are deleted.
-func (st *servicePortStage) cleanupChanged(tx *knftables.Transaction) {
-	proxier := st.proxier
-	names := append(slices.Clip(st.ports), st.removed...)
-	objs := append(slices.Clip(st.objects), make([]*portObjects, len(st.removed))...)
-	dropped, used, droppedSets, released := st.state.updatePorts(names, objs)
-	for _, chain := range used {
-		delete(proxier.staleChains, chain)
-	}
-	for _, chain := range dropped {
-		tx.Flush(&knftables.Chain{Name: chain})
-		proxier.staleChains[chain] = st.start
-	}
-	// Chains that were already stale, and are not in use again, are flushed again, as a
-	// sync that lists the table would find and flush them.
-	for _, chain := range st.staleBefore {
-		if _, stillStale := proxier.staleChains[chain]; stillStale && !st.state.chains.Has(chain) && !slices.Contains(dropped, chain) {
-			tx.Flush(&knftables.Chain{Name: chain})
-			proxier.staleChains[chain] = st.start
-		}
-	}
-	st.dropAffinity(tx, droppedSets)
-	for _, c := range released {
-		st.state.release(tx, c.elementKey, c.port)
-	}
-}
-
 // commit makes the stage's state the proxier's known objects, after the sync's transactions
 // all succeeded.
 func (st *servicePortStage) commit() {
@@ -505,7 +458,7 @@ func (proxier *Proxier) elementStorages() []*nftElementStorage {
 // ensureJoined is ensureElem for an element whose key and value are already joined: it adds
 // elem to tx unless the storage holds it with the same value (replacing it if the value
 // differs), and marks it as used in this sync.
-func (s *nftElementStorage) ensureJoined(tx *knftables.Transaction, elem *knftables.Element, key, value string) {
+func (s *nftElementStorage) ensureJoined(tx txWriter, elem *knftables.Element, key, value string) {
 	existing, exists := s.elements[key]
 	switch {
 	case !exists:
@@ -516,4 +469,39 @@ func (s *nftElementStorage) ensureJoined(tx *knftables.Transaction, elem *knftab
 	}
 	s.elements[key] = value
 	delete(s.leftoverKeys, key)
+}
+
+// shadowingStorages returns, for each map whose elements send a service port's traffic
+// somewhere, the map whose element of the same key would shadow it: a service port is in
+// service-ips or no-endpoint-services (which rejects or drops, ahead of service-ips), never in
+// both, and the same for node ports.
+func (proxier *Proxier) shadowingStorages() map[*nftElementStorage]*nftElementStorage {
+	return map[*nftElementStorage]*nftElementStorage{
+		proxier.serviceIPs:          proxier.noEndpointServices,
+		proxier.noEndpointServices:  proxier.serviceIPs,
+		proxier.serviceNodePorts:    proxier.noEndpointNodePorts,
+		proxier.noEndpointNodePorts: proxier.serviceNodePorts,
+	}
+}
+
+// dropShadowed deletes, in the transaction that writes rec's elements, the elements of the
+// same keys that the other map of their pair holds (shadowingStorages) and rec does not keep:
+// a Service that gains endpoints leaves no-endpoint-services in the same commit that adds it to
+// service-ips, instead of being rejected until the clean-up's commit, and the other way round.
+func (st *servicePortStage) dropShadowed(tx txWriter, rec *servicePortRecorder) {
+	var pairs map[*nftElementStorage]*nftElementStorage
+	for i := range rec.elems {
+		el := &rec.elems[i]
+		if pairs == nil {
+			pairs = st.proxier.shadowingStorages()
+		}
+		other := pairs[el.storage]
+		if other == nil {
+			continue
+		}
+		if _, held := other.elements[el.key]; !held || slices.ContainsFunc(rec.elems, func(e elemEntry) bool { return e.storage == other && e.key == el.key }) {
+			continue
+		}
+		deleteElement(tx, elementKey{other, el.key})
+	}
 }

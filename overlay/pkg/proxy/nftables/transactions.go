@@ -18,6 +18,7 @@ package nftables
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -31,14 +32,18 @@ import (
 // The kernel holds the netns commit mutex for as long as one nftables transaction takes to
 // commit, and RTNL, and with it every link operation on the machine, can wait behind it. So a
 // sync's operations are cut into transactions of at most maxTransactionOps operations each.
-// Cuts fall only between service ports, so that:
-//   - a service port's chains, rules and map elements always change together, and each chain
-//     is created and filled before (in the same transaction as) the elements that point to it;
-//   - the stale-object cleanup at the end of the sync (flushing stale chains, removing stale map
-//     elements) stays in the last transaction, so elements always go no later than their chains.
-// If transaction k fails, transactions 1..k-1 stay applied: every service port has either its
-// old rules or its new ones, never none. The sync then fails, and the next sync is a full one,
-// which re-reads the maps and rewrites the rest.
+// Cuts fall only between Services, never inside one, so that after every commit each Service
+// is either as it was before the sync or as it is after it:
+//   - a Service's chains, rules and map elements (of all its ports) change together, and each
+//     chain is created and filled before (in the same transaction as) the elements that point
+//     to it;
+//   - the clean-up after the Services (cleanup.go) is bounded too: a removed Service's stale
+//     elements go in the same transaction as the flush of its chains, and a set is deleted only
+//     in a transaction after (or the same as) the flush of every chain that could name it.
+// If transaction k fails, transactions 1..k-1 stay applied: every Service has either its old
+// rules or its new ones, never none. The sync then fails, and the next sync is a full one,
+// which re-reads the maps and rewrites the rest; recovery.go changes strategy when that fails
+// again.
 //
 // Operations are not all equal. The kernel finds a set by name by walking the table's list of
 // sets, and to name a new anonymous set (a set or map literal in a rule, such as upstream's
@@ -76,12 +81,23 @@ type txSplitter struct {
 	// surcharge is the weight, beyond one per operation, of the current transaction's
 	// operations that name or create sets.
 	surcharge int
+	// mode is the sync's strategy (recovery.go). cleanupFrom is the index, in the sync's
+	// transactions, of the first one that holds clean-up (set by beginCleanup).
+	mode        fallback
+	cleanupFrom int
+	inCleanup   bool
 }
 
 // newTxSplitter returns the splitter for one sync. With maxTransactionOps 0 (the proxier's zero
 // value) a sync is one transaction, as upstream does it.
+//
+// It also plans the sync's strategy (planFallback): it must be called after setupNFTables.
 func (proxier *Proxier) newTxSplitter() *txSplitter {
 	s := &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily)}
+	s.mode = proxier.planFallback()
+	if s.mode == fallbackWhole {
+		s.max = 0
+	}
 	if link := proxier.kernelLink; link != nil {
 		table := proxier.linkTable()
 		s.countSets = func() (int, map[string]int) { return link.setCounts(table) }
@@ -92,11 +108,17 @@ func (proxier *Proxier) newTxSplitter() *txSplitter {
 	return s
 }
 
-// cut is called where the sync may start a new transaction, before a service port's operations.
-// It returns tx when tx has room (its operations, weighted, are fewer than max) or splitting is
-// off; otherwise it queues tx to run first and returns a new, empty transaction.
+// cut is called where the sync may start a new transaction: before a Service's operations, and
+// between the clean-up's groups. It returns tx when tx has room (its operations, weighted, are
+// fewer than max) or splitting is off; otherwise it queues tx to run first and returns a new,
+// empty transaction. When isolating, it cuts wherever tx holds anything, until the clean-up.
 func (s *txSplitter) cut(tx *knftables.Transaction) *knftables.Transaction {
-	if s.max <= 0 || tx.NumOperations()+s.surcharge < s.max {
+	switch {
+	case s.mode == fallbackIsolate && !s.inCleanup:
+		if tx.NumOperations() == 0 {
+			return tx
+		}
+	case s.max <= 0 || tx.NumOperations()+s.surcharge < s.max:
 		return tx
 	}
 	s.queued = append(s.queued, tx)
@@ -129,35 +151,64 @@ func (s *txSplitter) count() {
 // freedSets returns how many anonymous sets the chains that rec flushes hold in the kernel:
 // the sync frees them, and forgets them. It returns 0 when the splitter does not weigh sets.
 func (s *txSplitter) freedSets(rec *servicePortRecorder) int {
-	if s.max <= 0 {
-		return 0
-	}
-	s.count()
-	if len(s.anon) == 0 {
-		return 0
-	}
 	freed := 0
 	for _, e := range rec.entries {
 		if chain, ok := e.obj.(*knftables.Chain); ok && e.verb == stageFlush {
-			freed += s.anon[chain.Name]
-			delete(s.anon, chain.Name)
+			freed += s.freedByFlush(chain.Name)
 		}
 	}
 	return freed
 }
 
+// freedByFlush returns how many anonymous sets chain holds in the kernel, which its flush frees,
+// and forgets them. It returns 0 when the splitter does not weigh sets.
+func (s *txSplitter) freedByFlush(chain string) int {
+	if s.max <= 0 {
+		return 0
+	}
+	s.count()
+	n := s.anon[chain]
+	delete(s.anon, chain)
+	return n
+}
+
+// beginCleanup is called after the last Service's operations, before the clean-up's. When
+// isolating, the clean-up starts a transaction of its own (run skips it if a Service's
+// transaction failed) and is then cut by size like any other; otherwise it is a cut like any
+// other.
+func (s *txSplitter) beginCleanup(tx *knftables.Transaction) *knftables.Transaction {
+	tx = s.cut(tx)
+	s.cleanupFrom, s.inCleanup = len(s.queued), true
+	return tx
+}
+
+// isolating reports whether each Service gets a transaction of its own.
+func (s *txSplitter) isolating() bool {
+	return s.mode == fallbackIsolate
+}
+
 // run runs the queued transactions and then last, in order, and records their sizes and the
 // longest one's duration. It stops at the first failure and returns the failed transaction with
-// an error that says which one it was; otherwise it returns last and nil.
+// an error that says which one it was; otherwise it returns last and nil. When isolating, it
+// goes on past a failed transaction of a Service, runs no clean-up after one, and returns the
+// first failed transaction with an error that counts them.
 func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knftables.Transaction, error) {
 	all := append(s.queued, last)
 	s.queued = nil
 	var longest time.Duration
+	var firstFailed *knftables.Transaction
+	var errs []error
 	defer func() {
 		metrics.NFTablesTransactionsPerSync.WithLabelValues(s.ipFamily).Observe(float64(len(all)))
 		metrics.NFTablesLongestTransactionSeconds.WithLabelValues(s.ipFamily).Observe(longest.Seconds())
 	}()
 	for i, tx := range all {
+		if firstFailed != nil && i >= s.cleanupFrom {
+			break // isolating: no clean-up after a failed Service
+		}
+		if tx.NumOperations() == 0 && len(all) > 1 {
+			continue // a cut before the clean-up, with nothing to clean up
+		}
 		metrics.NFTablesTransactionOperations.WithLabelValues(s.ipFamily).Observe(float64(tx.NumOperations()))
 		commit := func() error {
 			start := time.Now()
@@ -171,12 +222,22 @@ func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knf
 		} else {
 			err = commit()
 		}
-		if err != nil {
-			if len(all) == 1 {
-				return tx, err
+		switch {
+		case err == nil:
+		case len(all) == 1:
+			return tx, err
+		case s.isolating():
+			if firstFailed == nil {
+				firstFailed = tx
 			}
+			errs = append(errs, fmt.Errorf("transaction %d of %d: %w", i+1, len(all), err))
+		default:
 			return tx, fmt.Errorf("transaction %d of %d failed (the %d before it were applied): %w", i+1, len(all), i, err)
 		}
+	}
+	if firstFailed != nil {
+		return firstFailed, fmt.Errorf("%d of %d transactions failed, each a Service's own (the others were applied, the clean-up was not): %w",
+			len(errs), len(all), errors.Join(errs...))
 	}
 	return last, nil
 }

@@ -1,0 +1,398 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nftables
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/component-base/metrics/testutil"
+	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
+	"k8s.io/kubernetes/pkg/proxy/metrics"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/knftables"
+)
+
+// Transitions on the real kernel: a take-over of another shape's table, failed reads and
+// commits between bounded transactions, and syncs that would fail the same way for ever.
+
+// checkedNFT runs transactions through the real kernel. refuse, when set, is asked first about
+// each transaction (numbered from 1) and refuses it, as the kernel would, by returning an error.
+// after, when set, runs after each transaction that committed. A ListElements of the map or set
+// failListing fails.
+type checkedNFT struct {
+	knftables.Interface
+	runs        int
+	refuse      func(n int, tx *knftables.Transaction) error
+	after       func()
+	failListing string
+}
+
+func (c *checkedNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
+	c.runs++
+	if c.refuse != nil {
+		if err := c.refuse(c.runs, tx); err != nil {
+			return err
+		}
+	}
+	if err := c.Interface.Run(ctx, tx); err != nil {
+		return err
+	}
+	if c.after != nil {
+		c.after()
+	}
+	return nil
+}
+
+func (c *checkedNFT) ListElements(ctx context.Context, objectType, name string) ([]*knftables.Element, error) {
+	if name != "" && name == c.failListing {
+		return nil, fmt.Errorf("injected failure listing %s %s", objectType, name)
+	}
+	return c.Interface.ListElements(ctx, objectType, name)
+}
+
+// checkedProxier returns a proxier on the kernel of a new namespace, through a checkedNFT, with
+// transactions of at most maxOps operations, and a function that runs nft there.
+func checkedProxier(t *testing.T, maxOps int) (*checkedNFT, func(args ...string) string, *Proxier) {
+	t.Helper()
+	real, run := realNFT(t, knftables.IPv4Family)
+	checked := &checkedNFT{Interface: real}
+	_, fp := NewFakeProxier(v1.IPv4Protocol)
+	fp.nftables = checked
+	frozenClock(fp)
+	linkKernel(t, fp, real)
+	fp.maxTransactionOps = maxOps
+	return checked, run, fp
+}
+
+var serviceIPElementRegexp = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+) \. (tcp|udp|sctp) \. (\d+) : (goto|jump) (\S+?),?$`)
+
+// routedPorts returns, for each ClusterIP in the kernel's service-ips map, its ports
+// ("tcp/80"), sorted and joined with commas. It fails the test if an element sends traffic to
+// a chain without rules.
+func routedPorts(t *testing.T, run func(args ...string) string) map[string]string {
+	t.Helper()
+	ports := map[string][]string{}
+	for _, line := range strings.Split(run("list", "map", "ip", kubeProxyTable, serviceIPsMap), "\n") {
+		line = strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "elements = {")), "}")
+		m := serviceIPElementRegexp.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		ports[m[1]] = append(ports[m[1]], m[2]+"/"+m[3])
+		if len(kernelChainRules(run, "ip", m[5])) == 0 {
+			t.Errorf("%s %s/%s goes to chain %s, which has no rules", m[1], m[2], m[3], m[5])
+		}
+	}
+	out := map[string]string{}
+	for ip, p := range ports {
+		slices.Sort(p)
+		out[ip] = strings.Join(p, ",")
+	}
+	return out
+}
+
+// twoPortServices gives fp Services svcFROM..svcTO at 172.30.4.FROM..TO, each with TCP ports
+// 80 and 81 and two remote endpoints of generation gen.
+func twoPortServices(fp *Proxier, from, to, gen int) {
+	var svcs []*v1.Service
+	var slices []*discovery.EndpointSlice
+	for i := from; i <= to; i++ {
+		name := fmt.Sprintf("svc%d", i)
+		svcs = append(svcs, makeTestService("ns", name, func(svc *v1.Service) {
+			svc.Spec.ClusterIP = fmt.Sprintf("172.30.4.%d", i)
+			svc.Spec.Ports = []v1.ServicePort{
+				{Name: "a", Port: 80, Protocol: v1.ProtocolTCP, TargetPort: intstr.FromInt32(8080)},
+				{Name: "b", Port: 81, Protocol: v1.ProtocolTCP, TargetPort: intstr.FromInt32(8081)},
+			}
+		}))
+		slices = append(slices, makeTestEndpointSlice("ns", name, 1, func(eps *discovery.EndpointSlice) {
+			eps.AddressType = discovery.AddressTypeIPv4
+			eps.Endpoints = remoteEndpoints(fmt.Sprintf("10.181.%d.%d", gen, i), fmt.Sprintf("10.182.%d.%d", gen, i))
+			eps.Ports = []discovery.EndpointPort{
+				{Name: ptr.To("a"), Port: ptr.To[int32](8080), Protocol: ptr.To(v1.ProtocolTCP)},
+				{Name: ptr.To("b"), Port: ptr.To[int32](8081), Protocol: ptr.To(v1.ProtocolTCP)},
+			}
+		}))
+	}
+	makeServiceMap(fp, svcs...)
+	populateEndpointSlices(fp, slices...)
+}
+
+// TestRealKernelCutsFallBetweenServices changes every two-port Service and deletes a third of
+// them, in transactions of a few operations, and checks after every commit that each Service
+// has both ports or (deleted) neither, never one; and that a commit refused part-way leaves the
+// same.
+func TestRealKernelCutsFallBetweenServices(t *testing.T) {
+	const n = 12
+	for _, c := range []struct{ maxOps, refuseAt int }{{10, 0}, {13, 0}, {13, 3}, {25, 2}} {
+		maxOps, refuseAt := c.maxOps, c.refuseAt
+		t.Run(fmt.Sprintf("maxOps %d, refuse transaction %d", maxOps, refuseAt), func(t *testing.T) {
+			checked, run, fp := checkedProxier(t, maxOps)
+			twoPortServices(fp, 1, n, 1)
+			if err := fp.syncProxyRules(); err != nil {
+				t.Fatal(err)
+			}
+			commits := 0
+			checked.after = func() {
+				commits++
+				for ip, ports := range routedPorts(t, run) {
+					if ports != "tcp/80,tcp/81" {
+						t.Errorf("after commit %d, %s is routed on %s: a cut inside a Service", commits, ip, ports)
+					}
+				}
+			}
+			first := checked.runs
+			checked.refuse = func(k int, _ *knftables.Transaction) error {
+				if refuseAt > 0 && k == first+refuseAt {
+					return fmt.Errorf("injected refusal of transaction %d", k-first)
+				}
+				return nil
+			}
+			// svc1..svc4 deleted, new endpoints for the rest, and svc13..svc20 added.
+			for i := 1; i <= 4; i++ {
+				fp.OnServiceDelete(makeTestService("ns", fmt.Sprintf("svc%d", i), func(svc *v1.Service) {
+					svc.Spec.ClusterIP = fmt.Sprintf("172.30.4.%d", i)
+					svc.Spec.Ports = []v1.ServicePort{{Name: "a", Port: 80, Protocol: v1.ProtocolTCP}, {Name: "b", Port: 81, Protocol: v1.ProtocolTCP}}
+				}))
+			}
+			twoPortServices(fp, 5, n+8, 2)
+			err := fp.syncProxyRules()
+			if refuseAt == 0 && err != nil {
+				t.Fatal(err)
+			}
+			routed := routedPorts(t, run)
+			for i := 5; i <= n; i++ { // (new Services may or may not be there yet)
+				if ip := fmt.Sprintf("172.30.4.%d", i); routed[ip] != "tcp/80,tcp/81" {
+					t.Errorf("%s is routed on %q, want both ports", ip, routed[ip])
+				}
+			}
+			if refuseAt == 0 {
+				if checked.runs-first < 3 {
+					t.Fatalf("the sync ran %d transactions; the test needs the change cut into several", checked.runs-first)
+				}
+				for i := 1; i <= 4; i++ {
+					if ip := fmt.Sprintf("172.30.4.%d", i); routed[ip] != "" {
+						t.Errorf("deleted Service %s is still routed on %s", ip, routed[ip])
+					}
+				}
+				for i := n + 1; i <= n+8; i++ {
+					if ip := fmt.Sprintf("172.30.4.%d", i); routed[ip] != "tcp/80,tcp/81" {
+						t.Errorf("new Service %s is routed on %q, want both ports", ip, routed[ip])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRealKernelFailedListingAndCommit fails the read of service-ips in a full sync (which then
+// flushes the map and refills it) and the second commit of that sync: no Service may be left
+// out of service-ips, as none could be with upstream's one transaction.
+func TestRealKernelFailedListingAndCommit(t *testing.T) {
+	const n = 30 // 60 ClusterIP service ports
+	checked, run, fp := checkedProxier(t, 40)
+	twoPortServices(fp, 1, n, 1)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	metrics.RegisterMetrics(kubeproxyconfig.ProxyModeNFTables)
+	fallbacks := func(reason string) float64 {
+		v, err := testutil.GetCounterMetricValue(metrics.NFTablesSyncFallbacksTotal.WithLabelValues(string(v1.IPv4Protocol), reason))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := fallbacks("listing_failed")
+	checked.failListing = serviceIPsMap
+	first := checked.runs
+	checked.refuse = func(k int, _ *knftables.Transaction) error {
+		if k == first+2 {
+			return fmt.Errorf("injected refusal of the second transaction")
+		}
+		return nil
+	}
+	fp.needFullSync = true
+	_ = fp.syncProxyRules() // one transaction: the second is never needed
+	routed := routedPorts(t, run)
+	for i := 1; i <= n; i++ {
+		if ip := fmt.Sprintf("172.30.4.%d", i); routed[ip] != "tcp/80,tcp/81" {
+			t.Errorf("after the sync with a failed listing, %s is routed on %q, want both ports", ip, routed[ip])
+		}
+	}
+	if got := checked.runs - first; got != 1 {
+		t.Errorf("the sync with a failed listing ran %d transactions, want 1", got)
+	}
+	if got := fallbacks("listing_failed") - before; got != 1 {
+		t.Errorf("fallbacks_total{reason=listing_failed} rose by %v, want 1", got)
+	}
+	// With the listing back, syncs are cut again.
+	checked.failListing, checked.refuse = "", nil
+	fp.needFullSync = true
+	first = checked.runs
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	twoPortServices(fp, 1, n, 2)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	if got := checked.runs - first; got < 3 {
+		t.Errorf("the next syncs ran %d transactions; want them cut again", got)
+	}
+}
+
+// TestRealKernelRepeatedFailureFallsBack refuses every transaction that writes one Service, as
+// a kernel would refuse a rule it cannot take. Two syncs fail; the third is written as one
+// transaction (which fails too); from the fourth on, every other Service is programmed, and
+// once the refusal stops, the next sync leaves exactly the clean table.
+func TestRealKernelRepeatedFailureFallsBack(t *testing.T) {
+	refReal, refRun := realNFT(t, knftables.IPv4Family)
+	ref := newDamageTestProxier(t, refReal, true)
+	settle(t, ref)
+	want := tableObjects(t, refRun, "ip")
+
+	checked, run, fp := checkedProxier(t, 20)
+	setDamageTestCluster(fp)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	metrics.RegisterMetrics(kubeproxyconfig.ProxyModeNFTables)
+	fallbacks := func(reason string) float64 {
+		v, err := testutil.GetCounterMetricValue(metrics.NFTablesSyncFallbacksTotal.WithLabelValues(string(v1.IPv4Protocol), reason))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	repeated, isolated := fallbacks("repeated_failure"), fallbacks("isolate")
+	// "plain" gets new endpoints, and its transactions are refused.
+	checked.refuse = func(_ int, tx *knftables.Transaction) error {
+		if strings.Contains(tx.String(), "ns/plain/tcp/p") {
+			return fmt.Errorf("injected refusal of ns/plain")
+		}
+		return nil
+	}
+	changeDamageTestCluster(fp)
+	for sync := 1; sync <= 3; sync++ {
+		if err := fp.syncProxyRules(); err == nil {
+			t.Fatalf("sync %d succeeded although every transaction with ns/plain is refused", sync)
+		}
+	}
+	if got := fallbacks("repeated_failure") - repeated; got != 1 {
+		t.Errorf("fallbacks_total{reason=repeated_failure} rose by %v, want 1", got)
+	}
+	if err := fp.syncProxyRules(); err == nil {
+		t.Fatal("the isolating sync succeeded although ns/plain is refused")
+	}
+	if got := fallbacks("isolate") - isolated; got != 1 {
+		t.Errorf("fallbacks_total{reason=isolate} rose by %v, want 1", got)
+	}
+	// Every other Service of the changed cluster is programmed as it should be.
+	routed := routedPorts(t, run)
+	for _, ip := range []string{"172.30.3.2", "172.30.3.3", "172.30.3.6", "172.30.3.7"} {
+		if routed[ip] == "" {
+			t.Errorf("%s is not routed after the isolating sync", ip)
+		}
+	}
+	for _, svc := range []string{"ns/lb/tcp/p", "ns/many/tcp/p", "ns/fresh/tcp/p"} {
+		if !strings.Contains(run("list", "table", "ip", kubeProxyTable), svc) {
+			t.Errorf("no chain of %s after the isolating sync", svc)
+		}
+	}
+	checked.refuse = nil
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatalf("the sync after the refusals stopped failed: %v", err)
+	}
+	settle(t, fp)
+	if d := tableDiff(want, tableObjects(t, run, "ip")); d != "" {
+		t.Errorf("after recovering, the table differs from a clean kube-proxy's:\n%s", d)
+	}
+}
+
+// TestRealKernelTakeOverLocalAffinityService is an upgrade: a kube-proxy with upstream's rule
+// shapes programs a LoadBalancer Service with externalTrafficPolicy Local, ClientIP affinity and
+// endpoints on this node and another; then a default-shape kube-proxy starts on that table while
+// the Service's policy has become Cluster. Upstream's local-policy chain still names the
+// per-endpoint affinity sets, so they can go only after it is flushed: the first sync must
+// succeed, in one transaction or in many, and leave the clean table.
+func TestRealKernelTakeOverLocalAffinityService(t *testing.T) {
+	service := func(policy v1.ServiceExternalTrafficPolicy) *v1.Service {
+		return makeTestService("ns", "lb", func(svc *v1.Service) {
+			svc.Spec.Type = v1.ServiceTypeLoadBalancer
+			svc.Spec.ExternalTrafficPolicy = policy
+			svc.Spec.ClusterIP = "172.30.5.1"
+			svc.Spec.Ports = []v1.ServicePort{{Name: "p", Port: 80, Protocol: v1.ProtocolTCP, NodePort: 30005, TargetPort: intstr.FromInt32(8080)}}
+			svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "5.6.7.5"}}
+			svc.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+			svc.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](300)}}
+			if policy == v1.ServiceExternalTrafficPolicyLocal {
+				svc.Spec.HealthCheckNodePort = 30105
+			}
+		})
+	}
+	slice := damageTestSlice("lb", damageTestEndpoint("10.180.5.1", testNodeName), damageTestEndpoint("10.180.5.2", "other-node"))
+	for _, maxOps := range []int{0, 5} {
+		t.Run(fmt.Sprintf("maxOps %d", maxOps), func(t *testing.T) {
+			refReal, refRun := realNFT(t, knftables.IPv4Family)
+			_, ref := NewFakeProxier(v1.IPv4Protocol)
+			ref.nftables = refReal
+			frozenClock(ref)
+			makeServiceMap(ref, service(v1.ServiceExternalTrafficPolicyCluster))
+			populateEndpointSlices(ref, slice)
+			settle(t, ref)
+			want := tableObjects(t, refRun, "ip")
+
+			real, run := realNFT(t, knftables.IPv4Family)
+			_, old := NewFakeProxier(v1.IPv4Protocol)
+			old.nftables = real
+			frozenClock(old)
+			old.upstreamRuleShapes = true
+			makeServiceMap(old, service(v1.ServiceExternalTrafficPolicyLocal))
+			populateEndpointSlices(old, slice)
+			if err := old.syncProxyRules(); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(run("list", "table", "ip", kubeProxyTable), "set affinity-") {
+				t.Fatal("upstream's shapes wrote no per-endpoint affinity set")
+			}
+
+			_, fp := NewFakeProxier(v1.IPv4Protocol)
+			fp.nftables = real
+			frozenClock(fp)
+			linkKernel(t, fp, real)
+			fp.maxTransactionOps = maxOps
+			makeServiceMap(fp, service(v1.ServiceExternalTrafficPolicyCluster))
+			populateEndpointSlices(fp, slice)
+			if err := fp.syncProxyRules(); err != nil {
+				t.Fatalf("the first sync over upstream's shapes failed: %v", err)
+			}
+			settle(t, fp)
+			if d := tableDiff(want, tableObjects(t, run, "ip")); d != "" {
+				t.Errorf("after the take-over, the table differs from a clean kube-proxy's:\n%s", d)
+			}
+		})
+	}
+}

@@ -1,0 +1,242 @@
+/*
+Copyright 2026 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nftables
+
+import (
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/knftables"
+)
+
+// The clean-up after a sync's Services, in bounded transactions.
+//
+// What a sync no longer uses (stale service-port chains, map and set elements, affinity sets and
+// the shared set's elements) is removed after the Services are written, and can be as large as
+// the Services themselves: deleting a namespace with thousands of Services. So the clean-up is
+// cut like the Services (transactions.go), in three stages, each after the one before:
+//
+//  1. per Service, the deletion of its stale elements with the flush of its stale chains, in
+//     one transaction: a removed Service is either routed as before or gone, and no element
+//     ever points to a chain flushed in an earlier commit;
+//  2. stale elements of no known Service (found by a full sync's read of the maps, such as a
+//     ClusterIP that no Service has any more), and stale chains of no Service;
+//  3. set deletions and the prune of the shared affinity set, which come after every flush, so
+//     a set is deleted only when no chain can still name it.
+//
+// A Service's stale objects are found by name: a chain's owner is in its name (chainOwner), an
+// element belongs to the Service whose chain its value names ("goto service-..."), or to the
+// service port whose claim the sync released.
+
+// cleanupOp is one operation of the clean-up.
+type cleanupOp struct {
+	verb stageVerb // stageAdd, stageFlush, or stageDelete
+	obj  knftables.Object
+}
+
+// stageDelete is tx.Delete(obj), used only by the clean-up.
+const stageDelete stageVerb = stageElement + 1
+
+// cleanupOps collects operations as a transaction would queue them (it is a txWriter), in
+// units that a cut never splits: consecutive operations on the same object (an element added
+// and deleted, or deleted and added with a new value) form one unit.
+type cleanupOps struct {
+	ops   []cleanupOp
+	units []int // the index in ops where each unit starts
+}
+
+func (c *cleanupOps) record(verb stageVerb, obj knftables.Object) {
+	if n := len(c.ops); n == 0 || c.ops[n-1].obj != obj {
+		c.units = append(c.units, len(c.ops))
+	}
+	c.ops = append(c.ops, cleanupOp{verb: verb, obj: obj})
+}
+
+// Add records tx.Add(obj).
+func (c *cleanupOps) Add(obj knftables.Object) { c.record(stageAdd, obj) }
+
+// Flush records tx.Flush(obj).
+func (c *cleanupOps) Flush(obj knftables.Object) { c.record(stageFlush, obj) }
+
+// Delete records tx.Delete(obj).
+func (c *cleanupOps) Delete(obj knftables.Object) { c.record(stageDelete, obj) }
+
+// txWriter is what writes a sync's operations: its transaction, or a clean-up stage.
+type txWriter interface {
+	Add(obj knftables.Object)
+	Flush(obj knftables.Object)
+	Delete(obj knftables.Object)
+}
+
+// staleCleanup is one sync's clean-up, collected, and written by emit.
+type staleCleanup struct {
+	// services are stage 1, by Service ("namespace/name").
+	services map[string]*cleanupOps
+	// loose and sets are stages 2 and 3.
+	loose, sets cleanupOps
+}
+
+func newStaleCleanup() *staleCleanup {
+	return &staleCleanup{services: map[string]*cleanupOps{}}
+}
+
+// service returns the stage-1 operations of the Service svc ("namespace/name"), or stage 2's
+// when svc is "".
+func (c *staleCleanup) service(svc string) *cleanupOps {
+	if svc == "" {
+		return &c.loose
+	}
+	ops := c.services[svc]
+	if ops == nil {
+		ops = &cleanupOps{}
+		c.services[svc] = ops
+	}
+	return ops
+}
+
+// flushChain records the flush of a stale chain with its owner's other stale objects.
+func (c *staleCleanup) flushChain(chain string) {
+	c.service(serviceOfOwner(chainOwner(chain))).Flush(&knftables.Chain{Name: chain})
+}
+
+// serviceOfOwner returns the Service ("namespace/name") of a service port ("ns/svc/proto/port"),
+// or "" for "".
+func serviceOfOwner(owner string) string {
+	ns, rest, ok := strings.Cut(owner, "/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return ns + "/" + name
+}
+
+// serviceOfValue returns the Service whose chain an element's value names ("goto <chain>"),
+// or "" when it names none.
+func serviceOfValue(value string) string {
+	for _, verdict := range []string{"goto ", "jump "} {
+		if chain, ok := strings.CutPrefix(value, verdict); ok {
+			return serviceOfOwner(chainOwner(chain))
+		}
+	}
+	return ""
+}
+
+// emit writes the clean-up after the Services' operations, starting in tx, with a cut before
+// each unit (every Service's stage-1 operations are one unit), and returns the transaction it
+// ended in. Each operation is weighed as the merge weighs the Services' (transactions.go).
+func (c *staleCleanup) emit(tx *knftables.Transaction, splitter *txSplitter) *knftables.Transaction {
+	tx = splitter.beginCleanup(tx)
+	for _, svc := range sets.List(sets.KeySet(c.services)) {
+		ops := c.services[svc]
+		tx = splitter.cut(tx)
+		splitter.write(tx, ops.ops)
+	}
+	for _, stage := range []*cleanupOps{&c.loose, &c.sets} {
+		for i, start := range stage.units {
+			end := len(stage.ops)
+			if i+1 < len(stage.units) {
+				end = stage.units[i+1]
+			}
+			tx = splitter.cut(tx)
+			splitter.write(tx, stage.ops[start:end])
+		}
+	}
+	return tx
+}
+
+// write adds ops to tx and weighs them: an operation on a set or element names a set, a set's
+// deletion frees one, and a chain's flush frees its anonymous sets.
+func (s *txSplitter) write(tx *knftables.Transaction, ops []cleanupOp) {
+	lookups, delta := 0, 0
+	for _, op := range ops {
+		switch op.verb {
+		case stageAdd:
+			tx.Add(op.obj)
+		case stageFlush:
+			tx.Flush(op.obj)
+		case stageDelete:
+			tx.Delete(op.obj)
+		}
+		switch obj := op.obj.(type) {
+		case *knftables.Chain:
+			if op.verb == stageFlush {
+				delta -= s.freedByFlush(obj.Name)
+			}
+		case *knftables.Set, *knftables.Map:
+			lookups++
+			if op.verb == stageDelete {
+				delta--
+			}
+		case *knftables.Element:
+			lookups++
+		}
+	}
+	s.weighSets(lookups, delta)
+}
+
+// cleanupAll collects the clean-up of a walkAll sync: whatever the table holds and this sync
+// did not generate is stale.
+func (st *servicePortStage) cleanupAll(c *staleCleanup) {
+	proxier := st.proxier
+	for _, chain := range sets.List(st.existingChains) {
+		if !isServiceChainName(chain) {
+			continue
+		}
+		if st.state.chains.Has(chain) {
+			delete(proxier.staleChains, chain)
+			continue
+		}
+		c.flushChain(chain)
+		proxier.staleChains[chain] = st.start
+	}
+	st.cleanupAllAffinity(&c.sets)
+	for _, storage := range proxier.elementStorages() {
+		for _, key := range sets.List(storage.leftoverKeys) {
+			svc := serviceOfValue(storage.elements[key])
+			deleteElement(c.service(svc), elementKey{storage, key})
+		}
+	}
+}
+
+// cleanupChanged collects the clean-up of a partial sync: what the changed and removed service
+// ports used before and do not use now is stale, unless another service port still uses it.
+func (st *servicePortStage) cleanupChanged(c *staleCleanup) {
+	proxier := st.proxier
+	names := append(slices.Clip(st.ports), st.removed...)
+	objs := append(slices.Clip(st.objects), make([]*portObjects, len(st.removed))...)
+	dropped, used, droppedSets, released := st.state.updatePorts(names, objs)
+	for _, chain := range used {
+		delete(proxier.staleChains, chain)
+	}
+	for _, chain := range dropped {
+		c.flushChain(chain)
+		proxier.staleChains[chain] = st.start
+	}
+	// Chains that were already stale, and are not in use again, are flushed again, as a
+	// sync that lists the table would find and flush them.
+	for _, chain := range st.staleBefore {
+		if _, stillStale := proxier.staleChains[chain]; stillStale && !st.state.chains.Has(chain) && !slices.Contains(dropped, chain) {
+			c.flushChain(chain)
+			proxier.staleChains[chain] = st.start
+		}
+	}
+	st.dropAffinity(&c.sets, droppedSets)
+	for _, claim := range released {
+		st.state.release(c.service(claim.port.NamespacedName.String()), claim.elementKey, claim.port)
+	}
+}
