@@ -28,9 +28,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	testingclock "k8s.io/utils/clock/testing"
 	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 )
