@@ -25,6 +25,9 @@ summary="$root/_output/bin/testsummary"
 log "UPSTREAM.md against go.sum and patches/"
 "$here/check-upstream-md.sh"
 
+log "every patch and overlay file belongs to one feature of the upstream series"
+"$here/check-features.sh"
+
 log "gofmt of this repo's Go files"
 unformatted=$(cd "$root" && gofmt -l overlay conformance bench build)
 [ -z "$unformatted" ] || die "not gofmt-formatted (run gofmt -w): $unformatted"

@@ -26,29 +26,7 @@ export GIT_AUTHOR_NAME="kube-proxy overlay" GIT_AUTHOR_EMAIL="overlay@invalid"
 export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
 export GIT_AUTHOR_DATE="@$SOURCE_DATE_EPOCH +0000" GIT_COMMITTER_DATE="@$SOURCE_DATE_EPOCH +0000"
 
-# Every patch and overlay file belongs to exactly one feature.
-declare -A patch_of=() file_of=()
-while IFS='|' read -r slug _ nums paths; do
-	slug=$(echo "$slug" | xargs)
-	for n in $nums; do
-		f=$(cd "$root/patches" && ls "$n"-*.patch 2>/dev/null) || die "feature $slug: no patch $n"
-		[ -z "${patch_of[$f]:-}" ] || die "patch $f is in features ${patch_of[$f]} and $slug"
-		patch_of[$f]=$slug
-	done
-	for p in $paths; do
-		[ -e "$root/overlay/$p" ] || die "feature $slug: overlay/$p does not exist"
-		while IFS= read -r f; do
-			[ -z "${file_of[$f]:-}" ] || die "overlay/$f is in features ${file_of[$f]} and $slug"
-			file_of[$f]=$slug
-		done < <(cd "$root/overlay" && find "$p" -type f)
-	done
-done < <(grep -v '^\s*\(#\|$\)' "$features")
-for f in $(cd "$root/patches" && ls ./*.patch | sed 's|^\./||'); do
-	[ -n "${patch_of[$f]:-}" ] || die "patches/$f belongs to no feature in $features"
-done
-while IFS= read -r f; do
-	[ -n "${file_of[$f]:-}" ] || die "overlay/$f belongs to no feature in $features"
-done < <(cd "$root/overlay" && find . -type f | sed 's|^\./||')
+"$here/check-features.sh"
 
 # body PATCH prints the commit message body of a format-patch file.
 body() {

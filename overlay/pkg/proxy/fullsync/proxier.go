@@ -89,6 +89,14 @@ func (p *ProxierSchedule) FullSyncDone() {
 	}
 }
 
+// FullSyncSkipped records that the proxier skipped a periodic full sync that was due (the
+// iptables proxier does in large-cluster mode, as upstream does): the next one is planned from
+// now, as after a full sync, so that Start's trigger does not fire again at every retry
+// interval. It does nothing for the nil schedule.
+func (p *ProxierSchedule) FullSyncSkipped() {
+	p.FullSyncDone()
+}
+
 // NextTime returns the planned next periodic full sync; zero before the first FullSyncDone,
 // when periodic full syncs are disabled, and for the nil schedule.
 func (p *ProxierSchedule) NextTime() time.Time {

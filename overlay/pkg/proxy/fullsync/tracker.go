@@ -46,7 +46,13 @@ type Tracker struct {
 	mu sync.Mutex
 	// next is the planned periodic full sync; zero before the first Synced
 	// and when the schedule is disabled.
-	next   time.Time
+	next time.Time
+	// elapsed is the plan whose wait Run's timer has seen run out. Slots are
+	// wall-clock times, but timers measure elapsed time, so a plan is due
+	// when either says so: a wall clock stepped back cannot postpone a full
+	// sync (the timer still runs out), and one stepped forward brings at most
+	// one full sync forward (the next plan starts from the new time).
+	elapsed time.Time
 	logger klog.Logger
 	// changed holds one pending notification for Run that next has been set.
 	// Synced sends and snapshot drains it with mu held, so once Run has read
@@ -127,6 +133,12 @@ func (t *Tracker) Synced(now time.Time) {
 	next := t.sched.Next(now)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// After a step back of the wall clock, the plan whose wait has elapsed
+	// can still lie ahead of now: it is done, so plan the slot after it.
+	if !t.elapsed.IsZero() && !next.After(t.elapsed) {
+		next = t.sched.Next(t.elapsed)
+	}
+	t.elapsed = time.Time{}
 	t.next = next
 	select {
 	case t.changed <- struct{}{}:
@@ -143,11 +155,33 @@ func (t *Tracker) NextTime() time.Time {
 }
 
 // Due reports whether a periodic full sync is due, that is whether a next
-// periodic full sync is planned and the clock has reached it. It is false
-// before the first Synced and always false when the schedule is disabled.
+// periodic full sync is planned and either the clock has reached it or Run's
+// timer for it has run out (whichever comes first, so that a step of the wall
+// clock in either direction neither skips nor repeats full syncs: see
+// Tracker.elapsed). It is false before the first Synced and always false when
+// the schedule is disabled.
 func (t *Tracker) Due() bool {
-	next := t.NextTime()
-	return !next.IsZero() && !t.clock.Now().Before(next)
+	t.mu.Lock()
+	next, elapsed := t.next, t.elapsed
+	t.mu.Unlock()
+	return !next.IsZero() && (!t.clock.Now().Before(next) || elapsed.Equal(next))
+}
+
+// waited records that Run's timer for the plan next has run out, unless the
+// plan has changed since.
+func (t *Tracker) waited(next time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.next.Equal(next) {
+		t.elapsed = next
+	}
+}
+
+// elapsedFor reports whether Run's timer for the plan next has run out.
+func (t *Tracker) elapsedFor(next time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !next.IsZero() && t.elapsed.Equal(next)
 }
 
 // String describes the schedule and the plan for a log line.
@@ -173,7 +207,8 @@ func (t *Tracker) KeyValues() []any {
 // is closed; it is meant to run in its own goroutine, and trigger (in
 // production, a request to the sync runner) should return quickly. Run waits
 // with timers of the tracker's clock: before the first Synced it waits for
-// Synced; then it waits until NextTime and calls trigger. If no Synced follows
+// Synced; then it waits until NextTime (or until its timer for that wait runs
+// out, if the wall clock was stepped back meanwhile) and calls trigger. If no Synced follows
 // within the retry interval (the sync failed, was skipped, or is still
 // running), it calls trigger again, once per retry interval, never in a busy
 // loop. After every Synced, Run re-arms for the (possibly new) NextTime. When
@@ -196,7 +231,7 @@ func (t *Tracker) Run(stopCh <-chan struct{}, trigger func()) {
 		kind, d := waitSynced, time.Duration(0)
 		if !next.IsZero() {
 			now := t.clock.Now()
-			if now.Before(next) {
+			if now.Before(next) && !t.elapsedFor(next) {
 				kind, d = waitPlanned, next.Sub(now)
 			} else {
 				if next.Equal(triggered) {
@@ -209,8 +244,12 @@ func (t *Tracker) Run(stopCh <-chan struct{}, trigger func()) {
 				kind, d = waitRetry, t.retry
 			}
 		}
-		if !t.wait(kind, d, stopCh) {
+		fired, ok := t.wait(kind, d, stopCh)
+		if !ok {
 			return
+		}
+		if fired && kind == waitPlanned {
+			t.waited(next)
 		}
 	}
 }
@@ -228,9 +267,9 @@ func (t *Tracker) snapshot() (time.Time, klog.Logger) {
 }
 
 // wait blocks until the plan changes, stopCh is closed or, unless kind is
-// waitSynced, d has passed on the tracker's clock. It returns false if stopCh
-// was closed.
-func (t *Tracker) wait(kind waitKind, d time.Duration, stopCh <-chan struct{}) bool {
+// waitSynced, d has passed on the tracker's clock. It returns whether its
+// timer fired, and false if stopCh was closed.
+func (t *Tracker) wait(kind waitKind, d time.Duration, stopCh <-chan struct{}) (fired, ok bool) {
 	var timerC <-chan time.Time
 	if kind != waitSynced {
 		timer := t.clock.NewTimer(d)
@@ -240,12 +279,13 @@ func (t *Tracker) wait(kind waitKind, d time.Duration, stopCh <-chan struct{}) b
 	t.notifyWait(kind, d)
 	select {
 	case <-stopCh:
-		return false
+		return false, false
 	case <-t.changed:
 		// The caller's next snapshot reads the new plan.
 	case <-timerC:
+		return true, true
 	}
-	return true
+	return false, true
 }
 
 // notifyWait calls the test hook, if any.
