@@ -53,7 +53,7 @@ type Tracker struct {
 	// sync (the timer still runs out), and one stepped forward brings at most
 	// one full sync forward (the next plan starts from the new time).
 	elapsed time.Time
-	logger klog.Logger
+	logger  klog.Logger
 	// changed holds one pending notification for Run that next has been set.
 	// Synced sends and snapshot drains it with mu held, so once Run has read
 	// the plan, a notification it finds always reflects a newer plan.
