@@ -39,8 +39,8 @@ import (
 // address and the endpoint's 62-bit affinity ID (affinityIDs: a hash of upstream's set name,
 // which names the service port and the endpoint), with the Service's timeout on each element:
 //
-//	service chain:  ip saddr . numgen random mod 1 offset A . numgen random mod 1 offset B @client-affinity goto endpoint-...
-//	endpoint chain: update @client-affinity { ip saddr . numgen random mod 1 offset A . numgen random mod 1 offset B timeout 3h }
+//	service chain:  ip saddr . numgen random mod 1 offset A . numgen random mod 1 offset B @affinity-clients goto endpoint-...
+//	endpoint chain: update @affinity-clients { ip saddr . numgen random mod 1 offset A . numgen random mod 1 offset B timeout 3h }
 //
 // "numgen random mod 1 offset K" always evaluates to K: nft 1.0 refuses a literal in a lookup
 // key's concatenation, but takes this expression, and lists it back in the same form. The set
@@ -55,9 +55,14 @@ import (
 // per-endpoint sets (and deletes the shared one).
 
 const (
-	// clientAffinitySet is the shared session-affinity set. Its name does not start with
-	// upstream's "affinity-", so that upstream's clean-up of affinity sets leaves it alone.
-	clientAffinitySet = "client-affinity"
+	// clientAffinitySet is the shared session-affinity set. Its name starts with upstream's
+	// "affinity-", so that upstream's kube-proxy, after a rollback, deletes it with the other
+	// affinity sets that it does not use (after flushing the chains that name it), but has no
+	// "/", as every per-endpoint set's name has.
+	clientAffinitySet = "affinity-clients"
+	// legacyClientAffinitySet is the shared set's name in earlier versions of this kube-proxy,
+	// which upstream's never deletes. The clean-up deletes it when it finds it.
+	legacyClientAffinitySet = "client-affinity"
 	// clientAffinitySetSize caps the set's elements: clients times the endpoints they stick
 	// to, over the whole node. When it is full, new affinity is not recorded (connections
 	// are still balanced), as with upstream's per-endpoint sets of 65535.
@@ -240,6 +245,9 @@ func (st *servicePortStage) cleanupAllAffinity(tx txWriter) {
 		if !st.state.affinitySets.Has(set) {
 			tx.Delete(&knftables.Set{Name: set})
 		}
+	}
+	if st.legacyAffinityListed {
+		tx.Delete(&knftables.Set{Name: legacyClientAffinitySet})
 	}
 	proxier := st.proxier
 	if !proxier.sharedAffinity() {

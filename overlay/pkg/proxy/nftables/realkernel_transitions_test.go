@@ -19,6 +19,8 @@ package nftables
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -394,5 +396,34 @@ func TestRealKernelTakeOverLocalAffinityService(t *testing.T) {
 				t.Errorf("after the take-over, the table differs from a clean kube-proxy's:\n%s", d)
 			}
 		})
+	}
+}
+
+// TestRealKernelLegacyAffinitySetDeleted is an upgrade from an earlier version of this
+// kube-proxy, whose shared affinity set was named "client-affinity" (a name that upstream's
+// kube-proxy never deletes). The first sync re-writes the rules that name it and deletes it.
+func TestRealKernelLegacyAffinitySetDeleted(t *testing.T) {
+	refReal, refRun := realNFT(t, knftables.IPv4Family)
+	settle(t, newDamageTestProxier(t, refReal))
+	want := tableObjects(t, refRun, "ip")
+	if !strings.Contains(refRun("list", "table", "ip", kubeProxyTable), "set "+clientAffinitySet+" {") {
+		t.Fatalf("the damage-test cluster has no shared affinity set %s", clientAffinitySet)
+	}
+
+	// The same table, with the set under its old name.
+	legacy := strings.ReplaceAll(refRun("list", "table", "ip", kubeProxyTable), clientAffinitySet, legacyClientAffinitySet)
+	real, run := realNFT(t, knftables.IPv4Family)
+	file := filepath.Join(t.TempDir(), "legacy.nft")
+	if err := os.WriteFile(file, []byte(legacy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("-f", file)
+	fp := newDamageTestProxier(t, real)
+	settle(t, fp)
+	if listing := run("list", "table", "ip", kubeProxyTable); strings.Contains(listing, legacyClientAffinitySet) {
+		t.Errorf("the legacy shared set is still there after the take-over:\n%s", listing)
+	}
+	if d := tableDiff(want, tableObjects(t, run, "ip")); d != "" {
+		t.Errorf("after the take-over, the table differs from a clean kube-proxy's:\n%s", d)
 	}
 }

@@ -182,6 +182,9 @@ type servicePortStage struct {
 	// clientAffinityListed is set when the listing holds the shared affinity set.
 	existingChains, existingAffinitySets sets.Set[string]
 	clientAffinityListed                 bool
+	// legacyAffinityListed is set when the listing holds the shared affinity set under the
+	// name earlier versions gave it.
+	legacyAffinityListed bool
 	// clientAffinityAdded is set once the sync has added the shared affinity set.
 	clientAffinityAdded bool
 	// chainsByOwner indexes existingChains by service port (chainOwner), once needed.
@@ -300,14 +303,19 @@ func (st *servicePortStage) listExisting() {
 	st.noteListedSets(all["set"])
 }
 
-// noteListedSets notes, of the table's listed named sets, the per-endpoint affinity sets and
-// whether the shared affinity set is there.
+// noteListedSets notes, of the table's listed named sets, the per-endpoint affinity sets, and
+// whether the shared affinity set is there under its name or under the one earlier versions
+// gave it.
 func (st *servicePortStage) noteListedSets(names []string) {
 	for _, set := range names {
-		if isAffinitySetName(set) {
+		switch {
+		case set == clientAffinitySet:
+			st.clientAffinityListed = true
+		case set == legacyClientAffinitySet:
+			st.legacyAffinityListed = true
+		case isAffinitySetName(set):
 			st.existingAffinitySets.Insert(set)
 		}
-		st.clientAffinityListed = st.clientAffinityListed || set == clientAffinitySet
 	}
 }
 
