@@ -112,16 +112,25 @@ func (kp *kubeProxy) stop() {
 // metric returns the sum of the samples of metric name (for example a histogram's
 // "..._count") whose ip_family label is fam's, from kube-proxy's metrics.
 func metric(name string, f family) (float64, error) {
+	total, found, err := metricSum(name, f)
+	if err == nil && !found {
+		err = fmt.Errorf("no %s for %s in kube-proxy's metrics", name, f.name)
+	}
+	return total, err
+}
+
+// metricSum is metric that also reports whether any sample was found: a counter that has not
+// counted anything yet has none.
+func metricSum(name string, f family) (total float64, found bool, err error) {
 	resp, err := http.Get(metricsURL)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer resp.Body.Close()
 	label := `ip_family="IPv4"`
 	if f.v6 {
 		label = `ip_family="IPv6"`
 	}
-	total, found := 0.0, false
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -132,18 +141,15 @@ func metric(name string, f family) (float64, error) {
 		fs := strings.Fields(line)
 		v, err := strconv.ParseFloat(fs[len(fs)-1], 64)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		total += v
 		found = true
 	}
 	if err := sc.Err(); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	if !found {
-		return 0, fmt.Errorf("no %s{%s} in kube-proxy's metrics", name, label)
-	}
-	return total, nil
+	return total, found, nil
 }
 
 // fullSyncs returns how many full syncs of family f kube-proxy has completed.

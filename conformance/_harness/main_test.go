@@ -111,6 +111,11 @@ func TestConformance(t *testing.T) {
 		}
 	}
 
+	// Upgrade and rollback between the two binaries, on one table.
+	for _, f := range []family{v4, v6} {
+		handover(ctx, w, proxies[1], proxies[0], kubeconfig, logDir, rep, f)
+	}
+
 	if err := rep.write(os.Getenv(envReport)); err != nil {
 		t.Error(err)
 	}
