@@ -262,7 +262,12 @@ func (st *servicePortStage) cleanupAllAffinity(tx txWriter) {
 			active[id] = true
 		}
 	}
-	if st.clientAffinityListed {
+	switch {
+	case !st.clientAffinityListed:
+	case len(active) == 0 && !st.clientAffinityAdded:
+		// No rule uses it any more (those that did are re-written or flushed by now).
+		tx.Delete(&knftables.Set{Name: clientAffinitySet})
+	default:
 		proxier.pruneClientAffinity(tx, func(id affinityID) bool { return !active[id] })
 	}
 }
@@ -279,9 +284,26 @@ func (st *servicePortStage) dropAffinity(tx txWriter, names []string) {
 			tx.Delete(&knftables.Set{Name: name})
 		}
 	}
-	if len(stale) > 0 {
-		st.proxier.pruneClientAffinity(tx, func(id affinityID) bool { return stale[id] })
+	if len(stale) == 0 {
+		return
 	}
+	if !st.clientAffinityAdded && !st.state.keepsSharedAffinity() {
+		// The last Service port with affinity is gone: so is the set, as a fresh
+		// kube-proxy would not write it.
+		tx.Delete(&knftables.Set{Name: clientAffinitySet})
+		return
+	}
+	st.proxier.pruneClientAffinity(tx, func(id affinityID) bool { return stale[id] })
+}
+
+// keepsSharedAffinity reports whether any known service port keeps affinity in the shared set.
+func (k *knownObjects) keepsSharedAffinity() bool {
+	for name := range k.affinitySets {
+		if _, ok := sharedAffinityIDs(name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // deleteReplacedAffinitySets adds to tx, right after the operations of rec in a walkAll sync,
@@ -329,14 +351,7 @@ func (st *servicePortStage) deleteReplacedAffinitySets(tx *knftables.Transaction
 
 // flushesAllChainsOf reports whether flushed holds every listed chain of the service port owner.
 func (st *servicePortStage) flushesAllChainsOf(owner string, flushed sets.Set[string]) bool {
-	if st.chainsByOwner == nil {
-		st.chainsByOwner = map[string][]string{}
-		for chain := range st.existingChains {
-			if o := chainOwner(chain); o != "" {
-				st.chainsByOwner[o] = append(st.chainsByOwner[o], chain)
-			}
-		}
-	}
+	st.indexChains()
 	for _, chain := range st.chainsByOwner[owner] {
 		if !flushed.Has(chain) {
 			return false

@@ -187,8 +187,18 @@ type servicePortStage struct {
 	legacyAffinityListed bool
 	// clientAffinityAdded is set once the sync has added the shared affinity set.
 	clientAffinityAdded bool
-	// chainsByOwner indexes existingChains by service port (chainOwner), once needed.
-	chainsByOwner map[string][]string
+	// chainsByOwner and chainsByService index existingChains by service port (chainOwner)
+	// and by Service, once needed (indexChains).
+	chainsByOwner, chainsByService map[string][]string
+	// closed (partial syncs) are the Services whose known objects closeService has updated;
+	// flushedEarly (walkAll) are the stale chains that it has flushed; droppedSets (partial)
+	// are the affinity names that it found no port keeps any more.
+	closed       sets.Set[types.NamespacedName]
+	flushedEarly sets.Set[string]
+	droppedSets  []string
+	// staleElements (walkAll) indexes the listed elements by the Service whose chain their
+	// value names, once needed.
+	staleElements map[string][]elementKey
 
 	// endpoints, noLocalInternal and noLocalExternal are the whole table's totals after
 	// this sync, for its log line and metrics.
@@ -342,7 +352,13 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	st.objects = make([]*portObjects, len(st.ports))
 	st.unchanged = make([]bool, len(st.ports))
 	st.known = make([]bool, len(st.ports))
-	checked, rewritten := 0, 0
+	// The merge changes the known objects Service by Service (closeService), while the
+	// workers run ahead: they read the old objects looked up here.
+	olds := make([]*portObjects, len(st.ports))
+	for i, name := range st.ports {
+		olds[i] = st.state.ports[name]
+	}
+	checked, rewritten, first := 0, 0, 0
 	// Workers generate the service ports; the sync's goroutine merges each, in order, as
 	// soon as it is ready, while the workers go on with the next ones.
 	workerpool.RunOrdered(len(st.ports), st.workers(len(st.ports)), func(i int) {
@@ -355,8 +371,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		rec.dropIntactChains()
 		rec.countSetOps()
 		st.results[i] = rec
-		// The known objects are only read until the merge below is done.
-		old := st.state.ports[name]
+		old := olds[i]
 		st.known[i] = old != nil
 		if old != nil && old.matches(name, rec) {
 			st.objects[i], st.unchanged[i] = old, true
@@ -365,8 +380,13 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		}
 	}, func(i int) {
 		rec := st.results[i]
-		// Cuts fall between Services: their ports are consecutive in st.ports.
+		// Cuts fall between Services: their ports are consecutive in st.ports. A Service's
+		// stale objects go in the transaction of its new ones.
 		if i == 0 || st.ports[i].NamespacedName != st.ports[i-1].NamespacedName {
+			if i > 0 {
+				st.closeService(tx, first, i)
+			}
+			first = i
 			tx = splitter.cut(tx)
 			if splitter.isolating() {
 				st.clientAffinityAdded = false // each Service's transaction stands alone
@@ -394,6 +414,9 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		checked += rec.chainsChecked
 		rewritten += rec.chainsRewritten
 	})
+	if len(st.ports) > 0 {
+		st.closeService(tx, first, len(st.ports))
+	}
 	if st.walkAll {
 		st.updateAll()
 	}

@@ -20,7 +20,9 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/kubernetes/pkg/proxy"
 	"sigs.k8s.io/knftables"
 )
 
@@ -38,6 +40,11 @@ import (
 //     ClusterIP that no Service has any more), and stale chains of no Service;
 //  3. set deletions and the prune of the shared affinity set, which come after every flush, so
 //     a set is deleted only when no chain can still name it.
+//
+// Before all that, the stale objects of each Service that the sync writes go in the same
+// transaction as its new ones (closeService): its ports that are gone, its elements that it no
+// longer uses, and its chains that it no longer uses. A Service whose ports or type change is
+// then never routed on a mix of its old and new ports.
 //
 // A Service's stale objects are found by name: a chain's owner is in its name (chainOwner), an
 // element belongs to the Service whose chain its value names ("goto service-..."), or to the
@@ -201,7 +208,9 @@ func (st *servicePortStage) cleanupAll(c *staleCleanup) {
 			delete(proxier.staleChains, chain)
 			continue
 		}
-		c.flushChain(chain)
+		if !st.flushedEarly.Has(chain) {
+			c.flushChain(chain)
+		}
 		proxier.staleChains[chain] = st.start
 	}
 	st.cleanupAllAffinity(&c.sets)
@@ -217,9 +226,14 @@ func (st *servicePortStage) cleanupAll(c *staleCleanup) {
 // ports used before and do not use now is stale, unless another service port still uses it.
 func (st *servicePortStage) cleanupChanged(c *staleCleanup) {
 	proxier := st.proxier
-	names := append(slices.Clip(st.ports), st.removed...)
-	objs := append(slices.Clip(st.objects), make([]*portObjects, len(st.removed))...)
-	dropped, used, droppedSets, released := st.state.updatePorts(names, objs)
+	var names []proxy.ServicePortName
+	for _, name := range st.removed {
+		if !st.closed.Has(name.NamespacedName) {
+			names = append(names, name)
+		}
+	}
+	dropped, used, droppedSets, released := st.state.updatePorts(names, make([]*portObjects, len(names)))
+	droppedSets = append(st.droppedSets, droppedSets...)
 	for _, chain := range used {
 		delete(proxier.staleChains, chain)
 	}
@@ -239,4 +253,91 @@ func (st *servicePortStage) cleanupChanged(c *staleCleanup) {
 	for _, claim := range released {
 		st.state.release(c.service(claim.port.NamespacedName.String()), claim.elementKey, claim.port)
 	}
+}
+
+// closeService writes into tx, after the operations of the Service whose ports are
+// st.ports[from:to], the removal of that Service's stale objects: in a partial sync, what its
+// ports (and its ports that are gone) no longer use, from the known objects; in a walkAll sync,
+// its listed chains that no port generated and the listed elements that lead to its chains and
+// that no port has ensured so far. Stale affinity is left to the clean-up's last stage.
+func (st *servicePortStage) closeService(tx *knftables.Transaction, from, to int) {
+	svc := st.ports[from].NamespacedName
+	proxier := st.proxier
+	if st.walkAll {
+		kept := sets.New[string]()
+		for _, rec := range st.results[from:to] {
+			kept.Insert(rec.chains...)
+		}
+		st.indexChains()
+		if st.flushedEarly == nil {
+			st.flushedEarly = sets.New[string]()
+		}
+		for _, chain := range st.chainsByService[svc.String()] {
+			if !kept.Has(chain) && !st.flushedEarly.Has(chain) {
+				tx.Flush(&knftables.Chain{Name: chain})
+				st.flushedEarly.Insert(chain)
+			}
+		}
+		for _, key := range st.elementsOfService(svc.String()) {
+			if key.storage.leftoverKeys.Has(key.key) {
+				deleteElement(tx, key)
+			}
+		}
+		return
+	}
+	names := slices.Clone(st.ports[from:to])
+	objs := slices.Clone(st.objects[from:to])
+	for _, name := range st.removed {
+		if name.NamespacedName == svc {
+			names, objs = append(names, name), append(objs, nil)
+		}
+	}
+	dropped, used, droppedSets, released := st.state.updatePorts(names, objs)
+	for _, chain := range used {
+		delete(proxier.staleChains, chain)
+	}
+	for _, chain := range dropped {
+		tx.Flush(&knftables.Chain{Name: chain})
+		proxier.staleChains[chain] = st.start
+	}
+	st.droppedSets = append(st.droppedSets, droppedSets...)
+	for _, claim := range released {
+		st.state.release(tx, claim.elementKey, claim.port)
+	}
+	if st.closed == nil {
+		st.closed = sets.New[types.NamespacedName]()
+	}
+	st.closed.Insert(svc)
+}
+
+// indexChains indexes the listed service-port chains by service port (chainOwner) and by
+// Service ("namespace/name"), once.
+func (st *servicePortStage) indexChains() {
+	if st.chainsByOwner != nil {
+		return
+	}
+	st.chainsByOwner, st.chainsByService = map[string][]string{}, map[string][]string{}
+	for chain := range st.existingChains {
+		if o := chainOwner(chain); o != "" {
+			st.chainsByOwner[o] = append(st.chainsByOwner[o], chain)
+			svc := serviceOfOwner(o)
+			st.chainsByService[svc] = append(st.chainsByService[svc], chain)
+		}
+	}
+}
+
+// elementsOfService returns the listed elements whose value names a chain of Service svc
+// ("namespace/name"), from an index built on first use.
+func (st *servicePortStage) elementsOfService(svc string) []elementKey {
+	if st.staleElements == nil {
+		st.staleElements = map[string][]elementKey{}
+		for _, storage := range st.proxier.elementStorages() {
+			for key, value := range storage.elements {
+				if owner := serviceOfValue(value); owner != "" && storage.leftoverKeys.Has(key) {
+					st.staleElements[owner] = append(st.staleElements[owner], elementKey{storage, key})
+				}
+			}
+		}
+	}
+	return st.staleElements[svc]
 }

@@ -1,0 +1,14 @@
+# The model-based soak on the real kernel (root): a seeded random walk of Service, endpoint,
+# restart, rule-shape, failure, damage and clock steps, with the invariants checked after every
+# commit (overlay/pkg/proxy/nftables/realkernel_soak_test.go). make test runs a short walk
+# (100 steps, seed 1); this target runs a long one. See build/soak.sh.
+#
+#   make soak STEPS=5000 [SEED=N]
+
+.PHONY: soak
+
+STEPS ?= 1000
+SEED ?=
+
+soak: deps-test $(PATCHED)/.upstream-tag
+	build/soak.sh $(PATCHED) $(STEPS) $(SEED)
