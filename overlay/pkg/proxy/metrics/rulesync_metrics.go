@@ -86,6 +86,32 @@ var NFTablesSyncFallbacksTotal = metrics.NewCounterVec(
 	[]string{"ip_family", "reason"},
 )
 
+// NFTablesAffinityElements is the number of elements (client and endpoint pairs) in the
+// nftables proxier's shared session-affinity set when a sync last listed it (every full sync
+// does), and NFTablesAffinityCapacity is the most it can hold. When they are equal, new clients
+// of every Service with ClientIP affinity are balanced without stickiness until elements time
+// out.
+var NFTablesAffinityElements = metrics.NewGaugeVec(
+	&metrics.GaugeOpts{
+		Subsystem:      kubeProxySubsystem,
+		Name:           "sync_proxy_rules_nftables_affinity_elements",
+		Help:           "Elements in the nftables proxier's shared session-affinity set when last listed.",
+		StabilityLevel: metrics.ALPHA,
+	},
+	[]string{"ip_family"},
+)
+
+// NFTablesAffinityCapacity is the capacity of the shared session-affinity set.
+var NFTablesAffinityCapacity = metrics.NewGaugeVec(
+	&metrics.GaugeOpts{
+		Subsystem:      kubeProxySubsystem,
+		Name:           "sync_proxy_rules_nftables_affinity_capacity",
+		Help:           "Most elements the nftables proxier's shared session-affinity set can hold.",
+		StabilityLevel: metrics.ALPHA,
+	},
+	[]string{"ip_family"},
+)
+
 // SyncFullProxyRulesChainsCheckedTotal counts the service-port chains that drift-checked
 // periodic full syncs compared with the kernel.
 var SyncFullProxyRulesChainsCheckedTotal = metrics.NewCounterVec(
@@ -168,4 +194,6 @@ func registerRuleSyncMetrics() {
 	legacyregistry.MustRegister(SyncFullProxyRulesChainsRewrittenTotal)
 	legacyregistry.MustRegister(SyncFullProxyRulesDriftReadSeconds)
 	legacyregistry.MustRegister(NFTablesSyncFallbacksTotal)
+	legacyregistry.MustRegister(NFTablesAffinityElements)
+	legacyregistry.MustRegister(NFTablesAffinityCapacity)
 }

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/kubernetes/pkg/proxy/metrics"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 )
@@ -219,6 +220,7 @@ func (proxier *Proxier) pruneClientAffinity(tx txWriter, stale func(affinityID) 
 		}
 		return
 	}
+	proxier.noteAffinityFill(len(elems))
 	pruned := 0
 	for _, elem := range elems {
 		id, ok := elementAffinityID(elem)
@@ -358,4 +360,17 @@ func (st *servicePortStage) flushesAllChainsOf(owner string, flushed sets.Set[st
 		}
 	}
 	return true
+}
+
+// noteAffinityFill records that the shared affinity set holds n elements: in the metrics, and,
+// when it is full, in an error log line (new clients then get no stickiness until elements time
+// out).
+func (proxier *Proxier) noteAffinityFill(n int) {
+	family := string(proxier.ipFamily)
+	metrics.NFTablesAffinityElements.WithLabelValues(family).Set(float64(n))
+	metrics.NFTablesAffinityCapacity.WithLabelValues(family).Set(clientAffinitySetSize)
+	if n >= clientAffinitySetSize {
+		proxier.logger.Error(nil, "The shared session-affinity set is full: new clients of Services with ClientIP affinity are not sticky until elements time out",
+			"set", clientAffinitySet, "elements", n, "capacity", clientAffinitySetSize)
+	}
 }

@@ -27,7 +27,11 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	basemetrics "k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/kubernetes/pkg/proxy"
+	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
+	"k8s.io/kubernetes/pkg/proxy/metrics"
 	"sigs.k8s.io/knftables"
 )
 
@@ -397,5 +401,37 @@ func TestRealKernelAffinityUpgrade(t *testing.T) {
 				checkSetCount(t, fp)
 			}
 		})
+	}
+}
+
+// TestAffinityFillMetric: a full sync lists the shared affinity set, and reports how many
+// elements it holds and how many it can hold.
+func TestAffinityFillMetric(t *testing.T) {
+	metrics.RegisterMetrics(kubeproxyconfig.ProxyModeNFTables)
+	nft, fp := shapeTestProxier(t, v1.IPv4Protocol, 3, true, false)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	// Three clients' affinity, as the packet path would record it.
+	tx := nft.NewTransaction()
+	for i := 1; i <= 3; i++ {
+		tx.Add(&knftables.Element{Set: clientAffinitySet, Key: []string{fmt.Sprintf("192.0.2.%d", i), "1", "2"}})
+	}
+	if err := nft.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	periodicFullSync(t, fp)
+	gauge := func(g *basemetrics.GaugeVec) float64 {
+		v, err := testutil.GetGaugeMetricValue(g.WithLabelValues(string(v1.IPv4Protocol)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if got := gauge(metrics.NFTablesAffinityElements); got != 3 {
+		t.Errorf("affinity elements = %v, want 3", got)
+	}
+	if got := gauge(metrics.NFTablesAffinityCapacity); got != clientAffinitySetSize {
+		t.Errorf("affinity capacity = %v, want %d", got, clientAffinitySetSize)
 	}
 }
