@@ -242,7 +242,8 @@ func (proxier *Proxier) pruneClientAffinity(tx txWriter, stale func(affinityID) 
 // all of them: they are upstream's, left by an upgrade), and then either prunes the shared set
 // of the endpoints that no service port keeps, or, with upstream's shapes, deletes it; either
 // only if the listing found it (a set this sync adds is empty).
-func (st *servicePortStage) cleanupAllAffinity(tx txWriter) {
+func (st *servicePortStage) cleanupAllAffinity(c *staleCleanup) {
+	tx := &c.sets
 	for _, set := range sets.List(st.existingAffinitySets) {
 		if !st.state.affinitySets.Has(set) {
 			tx.Delete(&knftables.Set{Name: set})
@@ -270,14 +271,15 @@ func (st *servicePortStage) cleanupAllAffinity(tx txWriter) {
 		// No rule uses it any more (those that did are re-written or flushed by now).
 		tx.Delete(&knftables.Set{Name: clientAffinitySet})
 	default:
-		proxier.pruneClientAffinity(tx, func(id affinityID) bool { return !active[id] })
+		c.prune = func(id affinityID) bool { return !active[id] }
 	}
 }
 
 // dropAffinity is the affinity part of a partial sync's clean-up: names are the affinity names
 // that the changed service ports no longer keep and no other port does. Per-endpoint sets are
 // deleted; shared-set affinity is pruned from the shared set.
-func (st *servicePortStage) dropAffinity(tx txWriter, names []string) {
+func (st *servicePortStage) dropAffinity(c *staleCleanup, names []string) {
+	tx := &c.sets
 	stale := map[affinityID]bool{}
 	for _, name := range names {
 		if id, ok := sharedAffinityIDs(name); ok {
@@ -295,7 +297,7 @@ func (st *servicePortStage) dropAffinity(tx txWriter, names []string) {
 		tx.Delete(&knftables.Set{Name: clientAffinitySet})
 		return
 	}
-	st.proxier.pruneClientAffinity(tx, func(id affinityID) bool { return stale[id] })
+	c.prune = func(id affinityID) bool { return stale[id] }
 }
 
 // keepsSharedAffinity reports whether any known service port keeps affinity in the shared set.

@@ -427,3 +427,37 @@ func TestRealKernelLegacyAffinitySetDeleted(t *testing.T) {
 		t.Errorf("after the take-over, the table differs from a clean kube-proxy's:\n%s", d)
 	}
 }
+
+// TestRealKernelAffinityPruneAfterCommit: a client's packet records affinity for an endpoint
+// while the sync that removes the endpoint is under way (here: right after its first commit).
+// The prune must still take that affinity away, as upstream's deletion of the endpoint's set,
+// atomic, would: so it lists the shared set only after every other commit of the sync.
+func TestRealKernelAffinityPruneAfterCommit(t *testing.T) {
+	for _, maxOps := range []int{0, 3} {
+		t.Run(fmt.Sprintf("maxOps %d", maxOps), func(t *testing.T) {
+			checked, _, fp := checkedProxier(t, maxOps)
+			setShapeTestService(t, fp, v1.IPv4Protocol, 3, true)
+			before := affinityEndpoints(t, fp)
+			checked.after = func() {
+				checked.after = nil
+				// The packet path, between two commits: a new client sticks to every
+				// endpoint the Service had.
+				var eps []string
+				for ep := range before {
+					eps = append(eps, ep)
+				}
+				addAffinity(t, checked.Interface, before, "10.0.0.7", false, eps...)
+			}
+			setShapeTestService(t, fp, v1.IPv4Protocol, 2, true)
+			after := affinityEndpoints(t, fp)
+			var want []string
+			for ep := range after {
+				want = append(want, "10.0.0.7/"+ep)
+			}
+			slices.Sort(want)
+			if got := affinityElements(t, checked.Interface, before); !slices.Equal(got, want) {
+				t.Errorf("after the endpoint's removal, the shared set holds %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -17,6 +17,7 @@ limitations under the License.
 package nftables
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -96,6 +97,11 @@ type staleCleanup struct {
 	services map[string]*cleanupOps
 	// loose and sets are stages 2 and 3.
 	loose, sets cleanupOps
+	// prune, when set, reports the affinity IDs whose elements the shared affinity set must
+	// lose. The prune lists the set only after every other transaction of the sync has
+	// committed: by then no rule can record affinity for those IDs any more, so no element
+	// added after the listing survives (upstream deletes a per-endpoint set, atomically).
+	prune func(affinityID) bool
 }
 
 func newStaleCleanup() *staleCleanup {
@@ -163,6 +169,9 @@ func (c *staleCleanup) emit(tx *knftables.Transaction, splitter *txSplitter) *kn
 			splitter.write(tx, stage.ops[start:end])
 		}
 	}
+	if c.prune != nil {
+		splitter.afterCommit(splitter.proxier.pruneAfterCommit(c.prune))
+	}
 	return tx
 }
 
@@ -213,7 +222,7 @@ func (st *servicePortStage) cleanupAll(c *staleCleanup) {
 		}
 		proxier.staleChains[chain] = st.start
 	}
-	st.cleanupAllAffinity(&c.sets)
+	st.cleanupAllAffinity(c)
 	for _, storage := range proxier.elementStorages() {
 		for _, key := range sets.List(storage.leftoverKeys) {
 			svc := serviceOfValue(storage.elements[key])
@@ -249,7 +258,7 @@ func (st *servicePortStage) cleanupChanged(c *staleCleanup) {
 			proxier.staleChains[chain] = st.start
 		}
 	}
-	st.dropAffinity(&c.sets, droppedSets)
+	st.dropAffinity(c, droppedSets)
 	for _, claim := range released {
 		st.state.release(c.service(claim.port.NamespacedName.String()), claim.elementKey, claim.port)
 	}
@@ -340,4 +349,38 @@ func (st *servicePortStage) elementsOfService(svc string) []elementKey {
 		}
 	}
 	return st.staleElements[svc]
+}
+
+// pruneAfterCommit returns the prune of the shared affinity set of the IDs that stale reports,
+// to run after the sync's transactions have committed: it lists the set, and deletes those
+// elements in transactions of at most the splitter's size. A failure is logged: the elements
+// then time out, and the next full sync prunes again.
+func (proxier *Proxier) pruneAfterCommit(stale func(affinityID) bool) func(ctx context.Context, s *txSplitter) {
+	return func(ctx context.Context, s *txSplitter) {
+		ops := &cleanupOps{}
+		proxier.pruneClientAffinity(ops, stale)
+		tx := proxier.nftables.NewTransaction()
+		flush := func() bool {
+			if tx.NumOperations() == 0 {
+				return true
+			}
+			if err := s.commit(ctx, tx); err != nil {
+				proxier.logger.Error(err, "Cannot prune the session-affinity set; the elements time out, and the next full sync prunes again")
+				return false
+			}
+			tx = proxier.nftables.NewTransaction()
+			return true
+		}
+		for i, start := range ops.units {
+			end := len(ops.ops)
+			if i+1 < len(ops.units) {
+				end = ops.units[i+1]
+			}
+			if s.max > 0 && tx.NumOperations() >= s.max && !flush() {
+				return
+			}
+			s.write(tx, ops.ops[start:end])
+		}
+		flush()
+	}
 }

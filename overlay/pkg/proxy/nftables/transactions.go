@@ -86,6 +86,9 @@ type txSplitter struct {
 	mode        fallback
 	cleanupFrom int
 	inCleanup   bool
+	// after run, once every transaction has committed, in order (afterCommit).
+	after   []func(ctx context.Context, s *txSplitter)
+	proxier *Proxier
 }
 
 // newTxSplitter returns the splitter for one sync. With maxTransactionOps 0 (the proxier's zero
@@ -93,7 +96,7 @@ type txSplitter struct {
 //
 // It also plans the sync's strategy (planFallback): it must be called after setupNFTables.
 func (proxier *Proxier) newTxSplitter() *txSplitter {
-	s := &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily)}
+	s := &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily), proxier: proxier}
 	s.mode = proxier.planFallback()
 	if s.mode == fallbackWhole {
 		s.max = 0
@@ -209,19 +212,9 @@ func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knf
 		if tx.NumOperations() == 0 && len(all) > 1 {
 			continue // a cut before the clean-up, with nothing to clean up
 		}
-		metrics.NFTablesTransactionOperations.WithLabelValues(s.ipFamily).Observe(float64(tx.NumOperations()))
-		commit := func() error {
-			start := time.Now()
-			err := s.nft.Run(ctx, tx)
-			longest = max(longest, time.Since(start))
-			return err
-		}
-		var err error
-		if s.link != nil {
-			err = s.link.runTracked(s.table, tx.String, commit)
-		} else {
-			err = commit()
-		}
+		start := time.Now()
+		err := s.commit(ctx, tx)
+		longest = max(longest, time.Since(start))
 		switch {
 		case err == nil:
 		case len(all) == 1:
@@ -239,14 +232,32 @@ func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knf
 		return firstFailed, fmt.Errorf("%d of %d transactions failed, each a Service's own (the others were applied, the clean-up was not): %w",
 			len(errs), len(all), errors.Join(errs...))
 	}
+	for _, f := range s.after {
+		f(ctx, s)
+	}
 	return last, nil
+}
+
+// afterCommit adds f to what run does after every transaction of the sync has committed.
+func (s *txSplitter) afterCommit(f func(ctx context.Context, s *txSplitter)) {
+	s.after = append(s.after, f)
+}
+
+// commit runs tx, tracked by the kernel link when there is one, and records its size.
+func (s *txSplitter) commit(ctx context.Context, tx *knftables.Transaction) error {
+	metrics.NFTablesTransactionOperations.WithLabelValues(s.ipFamily).Observe(float64(tx.NumOperations()))
+	run := func() error { return s.nft.Run(ctx, tx) }
+	if s.link != nil {
+		return s.link.runTracked(s.table, tx.String, run)
+	}
+	return run()
 }
 
 // runTracked runs tx, a transaction of the proxier's own outside the sync's splitter (upstream's
 // deletion of stale chains), and notes its writes for the drift check as the splitter does.
 func (proxier *Proxier) runTracked(ctx context.Context, tx *knftables.Transaction) error {
-	if s := proxier.newTxSplitter(); s.link != nil {
-		return s.link.runTracked(s.table, tx.String, func() error { return proxier.nftables.Run(ctx, tx) })
+	if link := proxier.kernelLink; link != nil && !proxier.rewriteAllOnFullSync {
+		return link.runTracked(proxier.linkTable(), tx.String, func() error { return proxier.nftables.Run(ctx, tx) })
 	}
 	return proxier.nftables.Run(ctx, tx)
 }
