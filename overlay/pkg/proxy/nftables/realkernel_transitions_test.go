@@ -74,6 +74,27 @@ func (c *checkedNFT) ListElements(ctx context.Context, objectType, name string) 
 	return c.Interface.ListElements(ctx, objectType, name)
 }
 
+// fallbacksTotal returns kubeproxy_sync_proxy_rules_nftables_fallbacks_total for IPv4 and reason.
+func fallbacksTotal(t *testing.T, reason string) float64 {
+	t.Helper()
+	metrics.RegisterMetrics(kubeproxyconfig.ProxyModeNFTables)
+	v, err := testutil.GetCounterMetricValue(metrics.NFTablesSyncFallbacksTotal.WithLabelValues(string(v1.IPv4Protocol), reason))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// expectCleanTable settles fp (its stale chains deleted) and checks that the IPv4 table that run
+// lists is want, a clean kube-proxy's.
+func expectCleanTable(t *testing.T, fp *Proxier, run func(args ...string) string, want map[string]string, when string) {
+	t.Helper()
+	settle(t, fp)
+	if d := tableDiff(want, tableObjects(t, run, "ip")); d != "" {
+		t.Errorf("%s, the table differs from a clean kube-proxy's:\n%s", when, d)
+	}
+}
+
 // checkedProxier returns a proxier on the kernel of a new namespace, through a checkedNFT, with
 // transactions of at most maxOps operations, and a function that runs nft there.
 func checkedProxier(t *testing.T, maxOps int) (*checkedNFT, func(args ...string) string, *Proxier) {
@@ -219,14 +240,7 @@ func TestRealKernelFailedListingAndCommit(t *testing.T) {
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatal(err)
 	}
-	metrics.RegisterMetrics(kubeproxyconfig.ProxyModeNFTables)
-	fallbacks := func(reason string) float64 {
-		v, err := testutil.GetCounterMetricValue(metrics.NFTablesSyncFallbacksTotal.WithLabelValues(string(v1.IPv4Protocol), reason))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	fallbacks := func(reason string) float64 { return fallbacksTotal(t, reason) }
 	before := fallbacks("listing_failed")
 	checked.failListing = serviceIPsMap
 	first := checked.runs
@@ -281,14 +295,7 @@ func TestRealKernelRepeatedFailureFallsBack(t *testing.T) {
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatal(err)
 	}
-	metrics.RegisterMetrics(kubeproxyconfig.ProxyModeNFTables)
-	fallbacks := func(reason string) float64 {
-		v, err := testutil.GetCounterMetricValue(metrics.NFTablesSyncFallbacksTotal.WithLabelValues(string(v1.IPv4Protocol), reason))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	fallbacks := func(reason string) float64 { return fallbacksTotal(t, reason) }
 	repeated, isolated := fallbacks("repeated_failure"), fallbacks("isolate")
 	// "plain" gets new endpoints, and its transactions are refused.
 	checked.refuse = func(_ int, tx *knftables.Transaction) error {
@@ -328,10 +335,7 @@ func TestRealKernelRepeatedFailureFallsBack(t *testing.T) {
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatalf("the sync after the refusals stopped failed: %v", err)
 	}
-	settle(t, fp)
-	if d := tableDiff(want, tableObjects(t, run, "ip")); d != "" {
-		t.Errorf("after recovering, the table differs from a clean kube-proxy's:\n%s", d)
-	}
+	expectCleanTable(t, fp, run, want, "after recovering")
 }
 
 // TestRealKernelTakeOverLocalAffinityService is an upgrade: a kube-proxy with upstream's rule
@@ -391,10 +395,7 @@ func TestRealKernelTakeOverLocalAffinityService(t *testing.T) {
 			if err := fp.syncProxyRules(); err != nil {
 				t.Fatalf("the first sync over upstream's shapes failed: %v", err)
 			}
-			settle(t, fp)
-			if d := tableDiff(want, tableObjects(t, run, "ip")); d != "" {
-				t.Errorf("after the take-over, the table differs from a clean kube-proxy's:\n%s", d)
-			}
+			expectCleanTable(t, fp, run, want, "after the take-over")
 		})
 	}
 }
@@ -419,12 +420,9 @@ func TestRealKernelLegacyAffinitySetDeleted(t *testing.T) {
 	}
 	run("-f", file)
 	fp := newDamageTestProxier(t, real)
-	settle(t, fp)
+	expectCleanTable(t, fp, run, want, "after the take-over")
 	if listing := run("list", "table", "ip", kubeProxyTable); strings.Contains(listing, legacyClientAffinitySet) {
 		t.Errorf("the legacy shared set is still there after the take-over:\n%s", listing)
-	}
-	if d := tableDiff(want, tableObjects(t, run, "ip")); d != "" {
-		t.Errorf("after the take-over, the table differs from a clean kube-proxy's:\n%s", d)
 	}
 }
 
