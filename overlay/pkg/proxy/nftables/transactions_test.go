@@ -421,3 +421,49 @@ func TestSetReferences(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitTransactionsBoundDeletions deletes every Service at once (a namespace deleted): the
+// clean-up is cut like the Services' writes, each transaction holding fewer than maxOps
+// operations plus one Service's, and the table ends with no Service's chain or element.
+func TestSplitTransactionsBoundDeletions(t *testing.T) {
+	const maxOps = 20
+	for _, full := range []bool{false, true} {
+		t.Run(fmt.Sprintf("full sync %v", full), func(t *testing.T) {
+			rec, fp := newSplitTestProxier(maxOps)
+			setSplitTestCluster(fp, 1)
+			if err := fp.syncProxyRules(); err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= splitTestServices; i++ {
+				fp.OnServiceDelete(splitTestService(i))
+			}
+			fp.needFullSync = full
+			before := len(rec.sizes)
+			if err := fp.syncProxyRules(); err != nil {
+				t.Fatal(err)
+			}
+			sizes := rec.sizes[before:]
+			if len(sizes) < 3 {
+				t.Errorf("deleting %d Services took %d transactions, want them cut", splitTestServices, len(sizes))
+			}
+			// One Service's deletion (two ports: chains flushed, elements deleted) is
+			// fewer than 20 operations; a full sync's first transaction also holds the
+			// table's setup.
+			for i, n := range sizes {
+				if i > 0 || !full {
+					if n >= maxOps+20 {
+						t.Errorf("transaction %d of the deletion has %d operations, want fewer than %d", i+1, n, maxOps+20)
+					}
+				}
+			}
+			settle(t, fp)
+			dump := rec.Dump()
+			for i := 1; i <= splitTestServices; i++ {
+				if svc := fmt.Sprintf("ns/svc%d/", i); strings.Contains(dump, svc) {
+					t.Errorf("%s is still in the table after its deletion:\n%s", svc, dump)
+					break
+				}
+			}
+		})
+	}
+}
