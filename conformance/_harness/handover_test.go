@@ -72,8 +72,17 @@ func handover(ctx context.Context, w *world, upstream, patched proxyUnderTest, k
 		}
 		return nil
 	}
+	// run starts p's kube-proxy and waits for its first successful sync: healthz can answer
+	// before it, and until then the table is still the other binary's.
 	run := func(p proxyUnderTest) (*kubeProxy, error) {
-		return startKubeProxy(ctx, p, fams, kubeconfig, logDir)
+		kp, err := startKubeProxy(ctx, p, fams, kubeconfig, logDir)
+		if err != nil {
+			return nil, err
+		}
+		if err := waitSynced(ctx, f); err != nil {
+			return kp, fmt.Errorf("%s kube-proxy: %w", p.name, err)
+		}
+		return kp, nil
 	}
 
 	// Upstream writes the table.
@@ -120,6 +129,21 @@ func handover(ctx context.Context, w *world, upstream, patched proxyUnderTest, k
 		kp.stop()
 	}
 	errs["rollback"] = err
+}
+
+// waitSynced waits until the running kube-proxy has completed a sync of family f
+// successfully (a sync that fails sets no last-sync timestamp).
+func waitSynced(ctx context.Context, f family) error {
+	return poll(ctx, 60*time.Second, func() error {
+		ts, found, err := metricSum("kubeproxy_sync_proxy_rules_last_timestamp_seconds", f)
+		if err != nil {
+			return err
+		}
+		if !found || ts == 0 {
+			return fmt.Errorf("no successful %s sync yet", f.name)
+		}
+		return nil
+	})
 }
 
 // noSyncFailures checks that the running kube-proxy counted no failed nftables sync.
