@@ -60,14 +60,34 @@ func handover(ctx context.Context, w *world, upstream, patched proxyUnderTest, k
 		fail(err)
 		return
 	}
-	// standing checks the standing Services' traffic: the sticky one sticks, and the node port
-	// reaches the node's own endpoint (Local) or both (Cluster).
-	standing := func(step string, nodePortPods []pod) error {
+	// standing checks the standing Services' traffic: the sticky one sticks; the node port
+	// (sticky too) reaches only the node's own endpoint with the client's address preserved
+	// (policy Local), or either endpoint with the client's address masqueraded (Cluster).
+	standing := func(step string, localPolicy bool) error {
 		if err := expectSticky(ctx, fromClient(f, "tcp", stickyIP, 80), 10); err != nil {
 			return fmt.Errorf("%s: %s: %w", step, sticky.Name, err)
 		}
 		np := fromClient(f, "tcp", f.nodeIP, local.Spec.Ports[0].NodePort)
-		if err := expectPods(ctx, np, 20, 8080, nodePortPods, nodePortPods[:1], nil); err != nil {
+		var err error
+		if localPolicy {
+			err = expectPods(ctx, np, 20, 8080, pods[:1], pods[:1], func(r reply) error {
+				if r.peer != f.clientIP {
+					return fmt.Errorf("peer %s: want the client's own %s (policy Local)", r.peer, f.clientIP)
+				}
+				return nil
+			})
+		} else {
+			err = expectPods(ctx, np, 20, 8080, []pod{pods[0], pods[2]}, nil, func(r reply) error {
+				if r.peer == f.clientIP {
+					return fmt.Errorf("peer %s: client address not masqueraded (policy Cluster)", r.peer)
+				}
+				return nil
+			})
+			if err == nil {
+				err = expectSticky(ctx, np, 10)
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %s: %w", step, local.Name, err)
 		}
 		return nil
@@ -88,7 +108,7 @@ func handover(ctx context.Context, w *world, upstream, patched proxyUnderTest, k
 	// Upstream writes the table.
 	kp, err := run(upstream)
 	if err == nil {
-		err = standing("upstream before the upgrade", pods[:1])
+		err = standing("upstream before the upgrade", true)
 	}
 	if kp != nil {
 		kp.stop()
@@ -107,7 +127,7 @@ func handover(ctx context.Context, w *world, upstream, patched proxyUnderTest, k
 	}
 	kp, err = run(patched)
 	if err == nil {
-		err = standing("patched after the upgrade", []pod{pods[0], pods[2]})
+		err = standing("patched after the upgrade", false)
 	}
 	if err == nil {
 		err = noSyncFailures(f)
@@ -120,7 +140,7 @@ func handover(ctx context.Context, w *world, upstream, patched proxyUnderTest, k
 	// The rollback.
 	kp, err = run(upstream)
 	if err == nil {
-		err = standing("upstream after the rollback", []pod{pods[0], pods[2]})
+		err = standing("upstream after the rollback", false)
 	}
 	if err == nil {
 		err = nothingOfPatched(f)

@@ -18,6 +18,9 @@ const (
 	envUpstream = "KPCONF_UPSTREAM" // the pristine upstream kube-proxy
 	envLogs     = "KPCONF_LOGS"     // the folder for every component's log; it survives failure
 	envReport   = "KPCONF_REPORT"   // the file the side-by-side report is written to
+	// envOnly, set to "handover", runs only the handover between the two binaries (for
+	// developers; make test runs everything).
+	envOnly = "KPCONF_ONLY"
 )
 
 var (
@@ -99,6 +102,9 @@ func TestConformance(t *testing.T) {
 		{name: "upstream", bin: upstreamBin},
 	}
 	for _, p := range proxies {
+		if os.Getenv(envOnly) == "handover" {
+			break
+		}
 		r := &runner{w: w, p: p, kubeconfig: kubeconfig, logDir: logDir, rep: rep}
 		for _, f := range []family{v4, v6} {
 			r.variant(ctx, f)
