@@ -319,11 +319,11 @@ func (k *knownObjects) keepsSharedAffinity() bool {
 // clean-up. It deletes nothing when the table holds a chain of the same service port that rec
 // does not flush (such as upstream's local-policy chain of a Service whose traffic policy became
 // Cluster): that chain's rules may still name the sets, and the clean-up deletes them after it
-// flushes the chain. Nor does it in a sync written as one transaction (recovery.go), whose
+// flushes the chain. Nor does it in a sync written as one transaction by recovery.go (wholeSync), whose
 // clean-up deletes every set after every flush. Sets of endpoints that are gone wait for
 // cleanupAllAffinity, after their stale chains are flushed.
-func (st *servicePortStage) deleteReplacedAffinitySets(tx *knftables.Transaction, rec *servicePortRecorder) {
-	if !st.walkAll || st.existingAffinitySets.Len() == 0 || st.proxier.recovery.mode == fallbackWhole {
+func (st *servicePortStage) deleteReplacedAffinitySets(tx *knftables.Transaction, rec *servicePortRecorder, wholeSync bool) {
+	if !st.walkAll || st.existingAffinitySets.Len() == 0 || wholeSync {
 		return
 	}
 	flushed := sets.New[string]()

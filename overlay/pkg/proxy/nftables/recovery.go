@@ -56,13 +56,13 @@ const (
 	fallbackIsolate
 )
 
-// syncRecovery is what the proxier remembers of its syncs' outcomes, and this sync's strategy.
-// Its zero value is a proxier with no failures.
+// syncRecovery is what the proxier remembers of its syncs' outcomes. Its zero value is a
+// proxier with no failures.
 type syncRecovery struct {
 	// failures counts the syncs in a row that failed.
 	failures int
-	// mode and rewriteAll are this sync's strategy, set by planFallback.
-	mode       fallback
+	// rewriteAll is set, by planFallback, for a sync that must re-write every chain; the
+	// sync's other choices live in its splitter.
 	rewriteAll bool
 }
 
@@ -82,11 +82,9 @@ func (proxier *Proxier) noteSyncResult(success bool) {
 	} else {
 		r.failures++
 	}
-	r.mode, r.rewriteAll = fallbackNone, false
+	r.rewriteAll = false
 	for _, s := range proxier.elementStorages() {
-		if s != nil {
-			s.flushed = false
-		}
+		s.flushed = false
 	}
 }
 
@@ -94,28 +92,28 @@ func (proxier *Proxier) noteSyncResult(success bool) {
 // the maps and sets: see the comment at the top of this file. It logs and counts a fallback.
 func (proxier *Proxier) planFallback() fallback {
 	r := &proxier.recovery
+	var mode fallback
 	reason := ""
 	switch {
 	case proxier.anyStorageFlushed():
-		r.mode, reason = fallbackWhole, "listing_failed"
+		mode, reason = fallbackWhole, "listing_failed"
 	case r.failures == 2:
-		r.mode, r.rewriteAll, reason = fallbackWhole, true, "repeated_failure"
+		mode, r.rewriteAll, reason = fallbackWhole, true, "repeated_failure"
 	case r.failures > 2:
-		r.mode, reason = fallbackIsolate, "isolate"
+		mode, reason = fallbackIsolate, "isolate"
 	default:
-		r.mode = fallbackNone
-		return r.mode
+		return fallbackNone
 	}
 	proxier.logger.Info("Syncing with a fallback strategy", "reason", reason, "failedSyncsInARow", r.failures)
 	metrics.NFTablesSyncFallbacksTotal.WithLabelValues(string(proxier.ipFamily), reason).Inc()
-	return r.mode
+	return mode
 }
 
 // anyStorageFlushed reports whether this sync flushes one of the proxier's maps or sets
 // because reading it failed.
 func (proxier *Proxier) anyStorageFlushed() bool {
 	for _, s := range proxier.elementStorages() {
-		if s != nil && s.flushed {
+		if s.flushed {
 			return true
 		}
 	}

@@ -57,6 +57,7 @@ const (
 	stageAdd     stageVerb = iota // tx.Add(obj)
 	stageFlush                    // tx.Flush(obj)
 	stageElement                  // ensure obj, an element, in storage
+	stageDelete                   // tx.Delete(obj) (the clean-up's)
 )
 
 // stageEntry is one recorded operation of a service port.
@@ -407,7 +408,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		}
 		st.dropShadowed(tx, rec)
 		merged := tx.NumOperations()
-		st.deleteReplacedAffinitySets(tx, rec)
+		st.deleteReplacedAffinitySets(tx, rec, splitter.mode == fallbackWhole)
 		deleted := tx.NumOperations() - merged
 		lookups, created := rec.setOperations(merged - before)
 		splitter.weighSets(lookups+deleted, created-deleted-splitter.freedSets(rec))

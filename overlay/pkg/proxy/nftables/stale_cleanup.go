@@ -57,9 +57,6 @@ type cleanupOp struct {
 	obj  knftables.Object
 }
 
-// stageDelete is tx.Delete(obj), used only by the clean-up.
-const stageDelete stageVerb = stageElement + 1
-
 // cleanupOps collects operations as a transaction would queue them (it is a txWriter), in
 // units that a cut never splits: consecutive operations on the same object (an element added
 // and deleted, or deleted and added with a new value) form one unit.
@@ -83,6 +80,17 @@ func (c *cleanupOps) Flush(obj knftables.Object) { c.record(stageFlush, obj) }
 
 // Delete records tx.Delete(obj).
 func (c *cleanupOps) Delete(obj knftables.Object) { c.record(stageDelete, obj) }
+
+// eachUnit calls f with the operations of each unit, in order.
+func (c *cleanupOps) eachUnit(f func(ops []cleanupOp)) {
+	for i, start := range c.units {
+		end := len(c.ops)
+		if i+1 < len(c.units) {
+			end = c.units[i+1]
+		}
+		f(c.ops[start:end])
+	}
+}
 
 // txWriter is what writes a sync's operations: its transaction, or a clean-up stage.
 type txWriter interface {
@@ -160,14 +168,10 @@ func (c *staleCleanup) emit(tx *knftables.Transaction, splitter *txSplitter) *kn
 		splitter.write(tx, ops.ops)
 	}
 	for _, stage := range []*cleanupOps{&c.loose, &c.sets} {
-		for i, start := range stage.units {
-			end := len(stage.ops)
-			if i+1 < len(stage.units) {
-				end = stage.units[i+1]
-			}
+		stage.eachUnit(func(ops []cleanupOp) {
 			tx = splitter.cut(tx)
-			splitter.write(tx, stage.ops[start:end])
-		}
+			splitter.write(tx, ops)
+		})
 	}
 	if c.prune != nil {
 		splitter.afterCommit(splitter.proxier.pruneAfterCommit(c.prune))
@@ -241,15 +245,8 @@ func (st *servicePortStage) cleanupChanged(c *staleCleanup) {
 			names = append(names, name)
 		}
 	}
-	dropped, used, droppedSets, released := st.state.updatePorts(names, make([]*portObjects, len(names)))
-	droppedSets = append(st.droppedSets, droppedSets...)
-	for _, chain := range used {
-		delete(proxier.staleChains, chain)
-	}
-	for _, chain := range dropped {
-		c.flushChain(chain)
-		proxier.staleChains[chain] = st.start
-	}
+	dropped := st.retirePorts(names, make([]*portObjects, len(names)), c.flushChain,
+		func(port proxy.ServicePortName) txWriter { return c.service(port.NamespacedName.String()) })
 	// Chains that were already stale, and are not in use again, are flushed again, as a
 	// sync that lists the table would find and flush them.
 	for _, chain := range st.staleBefore {
@@ -258,10 +255,29 @@ func (st *servicePortStage) cleanupChanged(c *staleCleanup) {
 			proxier.staleChains[chain] = st.start
 		}
 	}
-	st.dropAffinity(c, droppedSets)
-	for _, claim := range released {
-		st.state.release(c.service(claim.port.NamespacedName.String()), claim.elementKey, claim.port)
+	st.dropAffinity(c, st.droppedSets)
+}
+
+// retirePorts makes objs (nil: none) the known objects of the service ports names, and writes
+// the removal of what those ports no longer use and no other port does: flush(chain) for each
+// chain, which it notes as stale, and each element's deletion (or its new value, when another
+// port holds it) through writer(port). It notes the affinity names dropped in st.droppedSets and
+// returns the chains dropped.
+func (st *servicePortStage) retirePorts(names []proxy.ServicePortName, objs []*portObjects, flush func(chain string), writer func(proxy.ServicePortName) txWriter) []string {
+	proxier := st.proxier
+	dropped, used, droppedSets, released := st.state.updatePorts(names, objs)
+	for _, chain := range used {
+		delete(proxier.staleChains, chain)
 	}
+	for _, chain := range dropped {
+		flush(chain)
+		proxier.staleChains[chain] = st.start
+	}
+	st.droppedSets = append(st.droppedSets, droppedSets...)
+	for _, claim := range released {
+		st.state.release(writer(claim.port), claim.elementKey, claim.port)
+	}
+	return dropped
 }
 
 // closeService writes into tx, after the operations of the Service whose ports are
@@ -271,7 +287,6 @@ func (st *servicePortStage) cleanupChanged(c *staleCleanup) {
 // that no port has ensured so far. Stale affinity is left to the clean-up's last stage.
 func (st *servicePortStage) closeService(tx *knftables.Transaction, from, to int) {
 	svc := st.ports[from].NamespacedName
-	proxier := st.proxier
 	if st.walkAll {
 		kept := sets.New[string]()
 		for _, rec := range st.results[from:to] {
@@ -301,18 +316,8 @@ func (st *servicePortStage) closeService(tx *knftables.Transaction, from, to int
 			names, objs = append(names, name), append(objs, nil)
 		}
 	}
-	dropped, used, droppedSets, released := st.state.updatePorts(names, objs)
-	for _, chain := range used {
-		delete(proxier.staleChains, chain)
-	}
-	for _, chain := range dropped {
-		tx.Flush(&knftables.Chain{Name: chain})
-		proxier.staleChains[chain] = st.start
-	}
-	st.droppedSets = append(st.droppedSets, droppedSets...)
-	for _, claim := range released {
-		st.state.release(tx, claim.elementKey, claim.port)
-	}
+	st.retirePorts(names, objs, func(chain string) { tx.Flush(&knftables.Chain{Name: chain}) },
+		func(proxy.ServicePortName) txWriter { return tx })
 	if st.closed == nil {
 		st.closed = sets.New[types.NamespacedName]()
 	}
@@ -360,27 +365,24 @@ func (proxier *Proxier) pruneAfterCommit(stale func(affinityID) bool) func(ctx c
 		ops := &cleanupOps{}
 		proxier.pruneClientAffinity(ops, stale)
 		tx := proxier.nftables.NewTransaction()
-		flush := func() bool {
-			if tx.NumOperations() == 0 {
-				return true
+		var err error
+		commit := func() {
+			if err == nil && tx.NumOperations() > 0 {
+				err = s.commit(ctx, tx)
+				tx = proxier.nftables.NewTransaction()
 			}
-			if err := s.commit(ctx, tx); err != nil {
-				proxier.logger.Error(err, "Cannot prune the session-affinity set; the elements time out, and the next full sync prunes again")
-				return false
-			}
-			tx = proxier.nftables.NewTransaction()
-			return true
 		}
-		for i, start := range ops.units {
-			end := len(ops.ops)
-			if i+1 < len(ops.units) {
-				end = ops.units[i+1]
+		ops.eachUnit(func(unit []cleanupOp) {
+			if s.max > 0 && tx.NumOperations() >= s.max {
+				commit()
 			}
-			if s.max > 0 && tx.NumOperations() >= s.max && !flush() {
-				return
+			if err == nil {
+				s.write(tx, unit)
 			}
-			s.write(tx, ops.ops[start:end])
+		})
+		commit()
+		if err != nil {
+			proxier.logger.Error(err, "Cannot prune the session-affinity set; the elements time out, and the next full sync prunes again")
 		}
-		flush()
 	}
 }

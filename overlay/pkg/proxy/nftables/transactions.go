@@ -37,7 +37,7 @@ import (
 //   - a Service's chains, rules and map elements (of all its ports) change together, and each
 //     chain is created and filled before (in the same transaction as) the elements that point
 //     to it;
-//   - the clean-up after the Services (cleanup.go) is bounded too: a removed Service's stale
+//   - the clean-up after the Services (stale_cleanup.go) is bounded too: a removed Service's stale
 //     elements go in the same transaction as the flush of its chains, and a set is deleted only
 //     in a transaction after (or the same as) the flush of every chain that could name it.
 // If transaction k fails, transactions 1..k-1 stay applied: every Service has either its old
@@ -104,9 +104,7 @@ func (proxier *Proxier) newTxSplitter() *txSplitter {
 	if link := proxier.kernelLink; link != nil {
 		table := proxier.linkTable()
 		s.countSets = func() (int, map[string]int) { return link.setCounts(table) }
-		if !proxier.rewriteAllOnFullSync {
-			s.link, s.table = link, table
-		}
+		s.link, s.table = proxier.trackingLink()
 	}
 	return s
 }
@@ -256,10 +254,19 @@ func (s *txSplitter) commit(ctx context.Context, tx *knftables.Transaction) erro
 // runTracked runs tx, a transaction of the proxier's own outside the sync's splitter (upstream's
 // deletion of stale chains), and notes its writes for the drift check as the splitter does.
 func (proxier *Proxier) runTracked(ctx context.Context, tx *knftables.Transaction) error {
-	if link := proxier.kernelLink; link != nil && !proxier.rewriteAllOnFullSync {
-		return link.runTracked(proxier.linkTable(), tx.String, func() error { return proxier.nftables.Run(ctx, tx) })
+	if link, table := proxier.trackingLink(); link != nil {
+		return link.runTracked(table, tx.String, func() error { return proxier.nftables.Run(ctx, tx) })
 	}
 	return proxier.nftables.Run(ctx, tx)
+}
+
+// trackingLink returns the kernel link that notes the proxier's writes for the drift check, and
+// its table's name there; nil without a link or with --full-sync-rewrite-all (no drift check).
+func (proxier *Proxier) trackingLink() (*nftLink, string) {
+	if proxier.kernelLink == nil || proxier.rewriteAllOnFullSync {
+		return nil, ""
+	}
+	return proxier.kernelLink, proxier.linkTable()
 }
 
 // portSetOps is what a service port's recorded chain and rule operations do to sets: counted
