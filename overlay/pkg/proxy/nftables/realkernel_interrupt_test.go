@@ -17,31 +17,13 @@ limitations under the License.
 package nftables
 
 import (
-	"context"
 	"fmt"
-	"regexp"
-	"strings"
 	"testing"
 
 	"sigs.k8s.io/knftables"
 )
 
 // Syncs cut off between their transactions, on the real kernel.
-
-// failingNFT runs transactions through the real kernel, except the failAt-th one (counting
-// from 1), which it refuses without running, as if kube-proxy had died before it.
-type failingNFT struct {
-	knftables.Interface
-	runs, failAt int
-}
-
-func (f *failingNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
-	f.runs++
-	if f.runs == f.failAt {
-		return fmt.Errorf("injected failure of transaction %d", f.runs)
-	}
-	return f.Interface.Run(ctx, tx)
-}
 
 func TestRealKernelInterruptedSyncRecovers(t *testing.T) {
 	// The table a clean kube-proxy writes for the changed cluster.
@@ -58,7 +40,12 @@ func TestRealKernelInterruptedSyncRecovers(t *testing.T) {
 			t.Run(fmt.Sprintf("transaction %d, restart=%v", failAt, restart), func(t *testing.T) {
 				real, run := realNFT(t, knftables.IPv4Family)
 				fp := newDamageTestProxier(t, real)
-				failing := &failingNFT{Interface: real, failAt: failAt}
+				failing := &checkedNFT{Interface: real, refuse: func(n int, _ *knftables.Transaction) error {
+					if n == failAt {
+						return fmt.Errorf("injected failure of transaction %d", n)
+					}
+					return nil
+				}}
 				fp.nftables = failing
 				fp.maxTransactionOps = 5
 				changeDamageTestCluster(fp)
@@ -95,27 +82,14 @@ func TestRealKernelInterruptedSyncRecovers(t *testing.T) {
 	}
 }
 
-var gotoChainRegexp = regexp.MustCompile(`(\S+) \. tcp \. \d+ : goto (\S+?),?$`)
-
 // checkEveryServiceRouted checks that the kernel's service-ips map sends each of ips somewhere,
 // and that every chain it sends anything to has rules: every Service has working rules, old or
 // new.
 func checkEveryServiceRouted(t *testing.T, run func(args ...string) string, ips ...string) {
 	t.Helper()
-	routed := map[string]bool{}
-	for _, line := range strings.Split(run("list", "map", "ip", kubeProxyTable, serviceIPsMap), "\n") {
-		line = strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "elements = {")), "}")
-		m := gotoChainRegexp.FindStringSubmatch(strings.TrimSpace(line))
-		if m == nil {
-			continue
-		}
-		routed[m[1]] = true
-		if len(kernelChainRules(run, "ip", m[2])) == 0 {
-			t.Errorf("%s goes to chain %s, which has no rules", m[1], m[2])
-		}
-	}
+	routed := routedPorts(t, run)
 	for _, ip := range ips {
-		if !routed[ip] {
+		if routed[ip] == "" {
 			t.Errorf("no service-ips element sends %s anywhere", ip)
 		}
 	}

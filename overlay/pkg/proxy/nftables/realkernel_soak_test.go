@@ -18,8 +18,8 @@ package nftables
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -79,6 +79,19 @@ func (c *soakCluster) endpointIP(svc, i int) string {
 		return fmt.Sprintf("fd00:10:180::%x:%x", svc, i+1)
 	}
 	return fmt.Sprintf("10.190.%d.%d", svc, i+1)
+}
+
+// load gives fp the cluster's Services and endpoint slices, in name order, as a kube-proxy that
+// starts sees them.
+func (c *soakCluster) load(fp *Proxier) {
+	var svcs []*v1.Service
+	var eps []*discovery.EndpointSlice
+	for _, name := range slices.Sorted(maps.Keys(c.services)) {
+		svcs = append(svcs, c.services[name])
+		eps = append(eps, c.slices[name])
+	}
+	makeServiceMap(fp, svcs...)
+	populateEndpointSlices(fp, eps...)
 }
 
 // randomService returns a new random version of Service number i.
@@ -191,83 +204,6 @@ func portSet(svc *v1.Service, slice *discovery.EndpointSlice) string {
 	return strings.Join(ports, ",")
 }
 
-// soakTable is what the checker reads of the kernel's table.
-type soakTable struct {
-	rules    map[string]int                 // rules per chain
-	elements map[string]map[string][]string // map name -> "key" -> value ("goto x", "drop", ...)
-}
-
-// readSoakTable reads kube-proxy's table from nft's JSON listing.
-func readSoakTable(t *testing.T, run func(args ...string) string, family string) soakTable {
-	t.Helper()
-	var doc struct {
-		Nftables []map[string]json.RawMessage `json:"nftables"`
-	}
-	if err := json.Unmarshal([]byte(run("-j", "list", "table", family, kubeProxyTable)), &doc); err != nil {
-		t.Fatalf("parsing nft's JSON listing: %v", err)
-	}
-	tab := soakTable{rules: map[string]int{}, elements: map[string]map[string][]string{}}
-	for _, entry := range doc.Nftables {
-		if raw, ok := entry["chain"]; ok {
-			var ch struct{ Name string }
-			_ = json.Unmarshal(raw, &ch)
-			tab.rules[ch.Name] += 0
-		}
-		if raw, ok := entry["rule"]; ok {
-			var r struct{ Chain string }
-			_ = json.Unmarshal(raw, &r)
-			tab.rules[r.Chain]++
-		}
-		if raw, ok := entry["map"]; ok {
-			var m struct {
-				Name string
-				Elem [][]json.RawMessage
-			}
-			_ = json.Unmarshal(raw, &m)
-			elems := map[string][]string{}
-			for _, kv := range m.Elem {
-				if len(kv) != 2 {
-					continue
-				}
-				elems[jsonKey(kv[0])] = append(elems[jsonKey(kv[0])], jsonVerdict(kv[1]))
-			}
-			tab.elements[m.Name] = elems
-		}
-	}
-	return tab
-}
-
-// jsonKey renders a map element's key ({"concat": [...]} or a value) as "a . b . c".
-func jsonKey(raw json.RawMessage) string {
-	var concat struct{ Concat []any }
-	if json.Unmarshal(raw, &concat) == nil && concat.Concat != nil {
-		parts := make([]string, len(concat.Concat))
-		for i, p := range concat.Concat {
-			parts[i] = fmt.Sprint(p)
-		}
-		return strings.Join(parts, " . ")
-	}
-	var v any
-	_ = json.Unmarshal(raw, &v)
-	return fmt.Sprint(v)
-}
-
-// jsonVerdict renders a map element's verdict: "goto <chain>", "jump <chain>", or its kind.
-func jsonVerdict(raw json.RawMessage) string {
-	var v map[string]json.RawMessage
-	if json.Unmarshal(raw, &v) != nil {
-		return string(raw)
-	}
-	for kind, arg := range v {
-		var target struct{ Target string }
-		if json.Unmarshal(arg, &target) == nil && target.Target != "" {
-			return kind + " " + target.Target
-		}
-		return kind
-	}
-	return string(raw)
-}
-
 // soak is one run of the walk.
 type soak struct {
 	t          *testing.T
@@ -336,32 +272,14 @@ func (s *soak) check() {
 	if s.damaged {
 		return
 	}
-	tab := readSoakTable(s.t, s.run, s.family)
-	for _, m := range []string{serviceIPsMap, serviceNodePortsMap, firewallIPsMap} {
-		for key, values := range tab.elements[m] {
-			for _, v := range values {
-				_, chain, ok := strings.Cut(v, " ")
-				if !ok || !strings.Contains(chain, "/") {
-					continue
-				}
-				if n, exists := tab.rules[chain]; !exists || n == 0 {
-					s.violation("after commit %d, %s element %s leads to %s, which has no rules", s.commits, m, key, chain)
-				}
-			}
-		}
+	tab := readKernelTable(s.t, s.run, s.family)
+	for _, dead := range tab.deadEnds(serviceIPsMap, serviceNodePortsMap, firewallIPsMap) {
+		s.violation("after commit %d, an element leads to a chain without rules: %s", s.commits, dead)
 	}
-	routed := map[string][]string{}
-	for key := range tab.elements[serviceIPsMap] {
-		f := strings.Split(key, " . ")
-		if len(f) == 3 {
-			routed[f[0]] = append(routed[f[0]], f[1]+"/"+f[2])
-		}
-	}
+	routed := tab.routedPorts()
 	for ip, allowed := range s.allowed {
-		ports := routed[ip]
-		slices.Sort(ports)
-		if got := strings.Join(ports, ","); !allowed[got] {
-			s.violation("after commit %d, %s is routed on %q, which its Service never had (%v)", s.commits, ip, got, keysOf(allowed))
+		if got := routed[ip]; !allowed[got] {
+			s.violation("after commit %d, %s is routed on %q, which its Service never had (%v)", s.commits, ip, got, slices.Sorted(maps.Keys(allowed)))
 		}
 	}
 	for key := range tab.elements[noEndpointServicesMap] {
@@ -370,15 +288,6 @@ func (s *soak) check() {
 			s.violation("after commit %d, %s is in no-endpoint-services although its Service had ready endpoints throughout", s.commits, key)
 		}
 	}
-}
-
-func keysOf(m map[string]bool) []string {
-	var keys []string
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // soakWalks returns the walks to run, seed to steps: from the environment (make soak), or the
@@ -433,20 +342,7 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 		linkKernel(t, fp, real)
 		fp.maxTransactionOps = 10 + r.IntN(40)
 		fp.upstreamRuleShapes = upstreamShapes
-		var svcs []*v1.Service
-		var eps []*discovery.EndpointSlice
-		for _, name := range slices.Sorted(func(yield func(string) bool) {
-			for n := range cluster.services {
-				if !yield(n) {
-					return
-				}
-			}
-		}) {
-			svcs = append(svcs, cluster.services[name])
-			eps = append(eps, cluster.slices[name])
-		}
-		makeServiceMap(fp, svcs...)
-		populateEndpointSlices(fp, eps...)
+		cluster.load(fp)
 		return fp
 	}
 	fp := newProxier()
@@ -537,18 +433,14 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 
 // soakPick returns a random key of m.
 func soakPick[V any](r *rand.Rand, m map[string]V) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	return keys[r.IntN(len(keys))]
 }
 
 // soakDamage damages the table behind kube-proxy's back: a service-port chain flushed, or a
 // service-ips element deleted.
 func soakDamage(t *testing.T, r *rand.Rand, run func(args ...string) string, family string) {
-	tab := readSoakTable(t, run, family)
+	tab := readKernelTable(t, run, family)
 	var chains, elems []string
 	for chain := range tab.rules {
 		if strings.Contains(chain, "/") {
@@ -582,14 +474,7 @@ func (s *soak) compareWithFresh(fp *Proxier, refReal knftables.Interface, refRun
 	ref.nftables = refReal
 	frozenClock(ref)
 	ref.upstreamRuleShapes = upstreamShapes
-	var svcs []*v1.Service
-	var eps []*discovery.EndpointSlice
-	for name, svc := range s.cluster.services {
-		svcs = append(svcs, svc)
-		eps = append(eps, s.cluster.slices[name])
-	}
-	makeServiceMap(ref, svcs...)
-	populateEndpointSlices(ref, eps...)
+	s.cluster.load(ref)
 	if err := ref.syncProxyRules(); err != nil {
 		s.t.Fatalf("soak seed %d step %d: the fresh kube-proxy's sync failed: %v", s.seed, s.step, err)
 	}

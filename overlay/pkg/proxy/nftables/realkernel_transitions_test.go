@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -109,31 +108,16 @@ func checkedProxier(t *testing.T, maxOps int) (*checkedNFT, func(args ...string)
 	return checked, run, fp
 }
 
-var serviceIPElementRegexp = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+) \. (tcp|udp|sctp) \. (\d+) : (goto|jump) (\S+?),?$`)
-
-// routedPorts returns, for each ClusterIP in the kernel's service-ips map, its ports
+// routedPorts returns, for each ClusterIP in the kernel's IPv4 service-ips map, its ports
 // ("tcp/80"), sorted and joined with commas. It fails the test if an element sends traffic to
 // a chain without rules.
 func routedPorts(t *testing.T, run func(args ...string) string) map[string]string {
 	t.Helper()
-	ports := map[string][]string{}
-	for _, line := range strings.Split(run("list", "map", "ip", kubeProxyTable, serviceIPsMap), "\n") {
-		line = strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "elements = {")), "}")
-		m := serviceIPElementRegexp.FindStringSubmatch(strings.TrimSpace(line))
-		if m == nil {
-			continue
-		}
-		ports[m[1]] = append(ports[m[1]], m[2]+"/"+m[3])
-		if len(kernelChainRules(run, "ip", m[5])) == 0 {
-			t.Errorf("%s %s/%s goes to chain %s, which has no rules", m[1], m[2], m[3], m[5])
-		}
+	tab := readKernelTable(t, run, "ip")
+	for _, dead := range tab.deadEnds(serviceIPsMap) {
+		t.Errorf("an element leads to a chain without rules: %s", dead)
 	}
-	out := map[string]string{}
-	for ip, p := range ports {
-		slices.Sort(p)
-		out[ip] = strings.Join(p, ",")
-	}
-	return out
+	return tab.routedPorts()
 }
 
 // twoPortServices gives fp Services svcFROM..svcTO at 172.30.4.FROM..TO, each with TCP ports
