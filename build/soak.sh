@@ -12,11 +12,15 @@ steps=$2 seed=${3:-$(date +%s)}
 [[ "$steps" =~ ^[1-9][0-9]*$ ]] || die "STEPS=$steps: want a positive number"
 [[ "$seed" =~ ^[0-9]+$ ]] || die "SEED=$seed: want a number"
 [ "$(id -u)" -eq 0 ] || die "make soak needs root (it creates network namespaces)"
+log "upstream's own nftables proxier, for the soak's hand-overs to it"
+upstream="$here/../_output/bin/upstream-nftables-soak.test"
+upstream_soak_test "$(dirname "$tree")/pristine" "$upstream"
 log "soak: $steps steps from seed $seed (replay: make soak STEPS=$steps SEED=$seed)"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 rc=0
 (cd "$tree" && KUBE_PROXY_OVERLAY_REAL_KERNEL=required KUBE_PROXY_OVERLAY_SOAK_STEPS=$steps \
+	KUBE_PROXY_OVERLAY_SOAK_UPSTREAM=$upstream \
 	KUBE_PROXY_OVERLAY_SOAK_SEED=$seed go test -count=1 -timeout 0 -v -run '^TestRealKernelSoak$' \
 	./pkg/proxy/nftables/) >"$out" 2>&1 || rc=$?
 grep -v '^soak: ' "$out" | grep -v '^=== RUN' || true

@@ -67,6 +67,10 @@ for m in "$root"/patches/v*/go.mod; do
 	"$here/check-line.sh" "$line"
 done
 
+log "upstream's own nftables proxier, for the soak's hand-overs to it"
+upstream_soak_test "$pristine" "$root/_output/bin/upstream-nftables-soak.test"
+export KUBE_PROXY_OVERLAY_SOAK_UPSTREAM="$root/_output/bin/upstream-nftables-soak.test"
+
 log "overlay and upstream tests on the patched tree (-race)"
 cd "$tree"
 # The real-kernel tests (pkg/proxy/nftables/realkernel_test.go) must run here, not skip.

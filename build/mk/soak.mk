@@ -1,7 +1,8 @@
 # The model-based soak on the real kernel (root): a seeded random walk of Service, endpoint,
-# restart, rule-shape, failure, damage and clock steps, with the invariants checked after every
-# commit (overlay/pkg/proxy/nftables/realkernel_soak_test.go). make test runs a short walk
-# (100 steps, seed 1); this target runs a long one. See build/soak.sh.
+# restart, rule-shape, failure, damage, clock and hand-over (to upstream's own proxier and back)
+# steps, with the invariants checked after every commit
+# (overlay/pkg/proxy/nftables/realkernel_soak_test.go). make test runs two short walks (50 steps
+# each, seeds 1 and 2); this target runs a long one. See build/soak.sh.
 #
 #   make soak STEPS=5000 [SEED=N]
 
@@ -10,5 +11,5 @@
 STEPS ?= 1000
 SEED ?=
 
-soak: deps-test $(PATCHED)/.upstream-tag
+soak: deps-test $(PATCHED)/.upstream-tag $(PRISTINE)/.upstream-tag
 	build/soak.sh $(PATCHED) $(STEPS) $(SEED)

@@ -41,20 +41,28 @@ import (
 // A seeded random walk changes a small cluster (Services of every kind, policy and protocol,
 // with and without affinity, with endpoints on this node and others, ready, terminating and
 // not, across the set-free limit), and between its changes restarts kube-proxy, switches its
-// rule shapes, refuses commits, fails map reads, damages the table behind its back and steps its
-// clock. After every commit, an invariant checker reads the kernel's table:
+// rule shapes, refuses commits, fails map reads, damages the table behind its back, steps its
+// clock, and rolls the node back to upstream's own proxier (an unpatched build of this package,
+// realkernel_soak_upstream_test.go) and upgrades it again. After every commit, an invariant
+// checker reads the kernel's table:
 //
 //   - every element of service-ips, service-nodeports and firewall-ips leads to a chain that
 //     exists and has rules (nothing dangles, and nothing leads to a flushed chain);
+//   - each Service's part of the table (its elements in the dispatch maps, and every chain,
+//     rule and map they lead to: realkernel_soak_states_test.go) is one that the Service has had:
+//     as the table showed it after the last successful sync, or as a fresh kube-proxy writes it
+//     for one of the cluster states since (a Service is as it was or as it will be, never cut,
+//     whatever its kind: ClusterIP, NodePort, LoadBalancer, external IPs, firewall);
 //   - each ClusterIP is routed on a set of ports that its Service had at some point since the
-//     last successful sync (a Service is as it was or as it will be, never cut);
+//     last successful sync, a check against the model itself rather than against kube-proxy;
 //   - no port of a Service that has had endpoints for its ClusterIP traffic throughout is in
 //     no-endpoint-services (it is never rejected).
 //
 // After every successful sync that follows no damage, the table is compared with the one that a
 // fresh kube-proxy writes for the same cluster (chains that the soaked proxier has flushed and
-// not yet deleted aside). Each failed invariant is printed with the seed and the step, and the
-// last line is "soak: N steps, N commits checked, N violations".
+// not yet deleted aside); after a rollback, with the one upstream's proxier writes from nothing,
+// exactly. Each failed invariant is printed with the seed and the step, and the last line is
+// "soak: N steps, N commits checked, N violations".
 //
 // make test runs a short walk; make soak runs a long one (KUBE_PROXY_OVERLAY_SOAK_STEPS,
 // KUBE_PROXY_OVERLAY_SOAK_SEED).
@@ -65,20 +73,44 @@ type soakCluster struct {
 	services map[string]*v1.Service
 	slices   map[string]*discovery.EndpointSlice
 	next     int
+	// owners names the Service that each destination (an address, or a node port as
+	// "tcp . 30004") has belonged to. Service i's destinations are its own for ever.
+	owners map[string]string
 }
 
-func (c *soakCluster) ip(i int) string {
+// Service i's addresses: its ClusterIP, external IP and load balancer IP come from three
+// ranges (the first inside the fake proxier's service CIDR), so that no two Services ever share
+// one, however long the walk.
+func (c *soakCluster) ip(i int) string         { return c.addr("172.30", "fd00:172:30", 8+i/250, i) }
+func (c *soakCluster) externalIP(i int) string { return c.addr("198.19", "fd00:198:19", i/250, i) }
+func (c *soakCluster) lbIP(i int) string       { return c.addr("198.18", "fd00:198:18", i/250, i) }
+
+func (c *soakCluster) addr(v4, v6 string, third, i int) string {
 	if c.family == v1.IPv6Protocol {
-		return netip.MustParseAddr(fmt.Sprintf("fd00:172:30::%x", i)).String() // as nft lists it
+		return netip.MustParseAddr(fmt.Sprintf("%s::%x", v6, i)).String() // as nft lists it
 	}
-	return fmt.Sprintf("172.30.%d.%d", 8+i/250, 1+i%250)
+	return fmt.Sprintf("%s.%d.%d", v4, third, 1+i%250)
 }
 
+// endpointIP is endpoint i of Service svc (i < 12).
 func (c *soakCluster) endpointIP(svc, i int) string {
 	if c.family == v1.IPv6Protocol {
 		return fmt.Sprintf("fd00:10:180::%x:%x", svc, i+1)
 	}
-	return fmt.Sprintf("10.190.%d.%d", svc, i+1)
+	return fmt.Sprintf("10.%d.%d.%d", 180+i, svc/250, 1+svc%250)
+}
+
+// owner names the Service that an element of dispatch map set belongs to, from the chain or
+// comment in its text, or from its destination (its plain key, or the key's address).
+func (c *soakCluster) owner(set, plain, text string) string {
+	if m := soakOwnerPattern.FindStringSubmatch(text); m != nil {
+		return m[1]
+	}
+	if name := c.owners[plain]; name != "" {
+		return name
+	}
+	addr, _, _ := strings.Cut(plain, " . ")
+	return c.owners[addr]
 }
 
 // load gives fp the cluster's Services and endpoint slices, in name order, as a kube-proxy that
@@ -96,7 +128,7 @@ func (c *soakCluster) load(fp *Proxier) {
 
 // randomService returns a new random version of Service number i.
 func (c *soakCluster) randomService(r *rand.Rand, i int) *v1.Service {
-	return makeTestService("soak", fmt.Sprintf("svc%d", i), func(svc *v1.Service) {
+	svc := makeTestService("soak", fmt.Sprintf("svc%d", i), func(svc *v1.Service) {
 		svc.Spec.ClusterIP = c.ip(i)
 		proto := []v1.Protocol{v1.ProtocolTCP, v1.ProtocolUDP}[r.IntN(2)]
 		svc.Spec.Ports = []v1.ServicePort{{Name: "a", Port: 80, Protocol: proto, TargetPort: intstr.FromInt32(8080)}}
@@ -110,14 +142,14 @@ func (c *soakCluster) randomService(r *rand.Rand, i int) *v1.Service {
 				svc.Spec.Ports[p].NodePort = int32(30000 + i*2 + p)
 			}
 			if r.IntN(3) == 0 {
-				svc.Spec.ExternalIPs = []string{c.ip(200 + i)}
+				svc.Spec.ExternalIPs = []string{c.externalIP(i)}
 			}
 		case 3:
 			svc.Spec.Type = v1.ServiceTypeLoadBalancer
 			for p := range svc.Spec.Ports {
 				svc.Spec.Ports[p].NodePort = int32(30000 + i*2 + p)
 			}
-			svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: c.ip(100 + i)}}
+			svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: c.lbIP(i)}}
 			if r.IntN(2) == 0 {
 				if c.family == v1.IPv6Protocol {
 					svc.Spec.LoadBalancerSourceRanges = []string{"fd00:203::/64"}
@@ -138,6 +170,15 @@ func (c *soakCluster) randomService(r *rand.Rand, i int) *v1.Service {
 			svc.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](int32(60 + r.IntN(3600)))}}
 		}
 	})
+	for _, addr := range []string{c.ip(i), c.externalIP(i), c.lbIP(i)} {
+		c.owners[addr] = svc.Name
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 {
+			c.owners[strings.ToLower(string(p.Protocol))+" . "+strconv.Itoa(int(p.NodePort))] = svc.Name
+		}
+	}
+	return svc
 }
 
 // randomSlice returns a new random endpoint slice for Service svc: 0 to 12 endpoints, some on
@@ -211,6 +252,7 @@ type soak struct {
 	step       int
 	commits    int
 	violations int
+	handovers  int
 	cluster    *soakCluster
 	run        func(args ...string) string
 	family     string
@@ -219,6 +261,13 @@ type soak struct {
 	// at some point since then.
 	allowed    map[string]map[string]bool
 	rejectable map[string]bool
+	// states are, per Service, the parts of the table that route it (serviceStates) that it
+	// has had since the last successful sync: the one the table showed then, and those that a
+	// fresh kube-proxy writes for each cluster state since. before is the first of them.
+	states map[string]map[string]bool
+	before map[string]string
+	// want is the table that a fresh kube-proxy writes for the current cluster (tableObjects).
+	want map[string]string
 	// damaged is set from damage behind kube-proxy's back until the full sync that repairs
 	// it: the checks after each commit do not hold meanwhile.
 	damaged bool
@@ -253,7 +302,8 @@ func (s *soak) note() {
 	}
 }
 
-// synced forgets the states before a successful sync: a Service deleted since must be gone.
+// synced forgets the states before a successful sync: a Service deleted since must be gone,
+// and each Service's part of the table is now the one the table shows.
 func (s *soak) synced() {
 	allowed := map[string]map[string]bool{}
 	for ip := range s.allowed {
@@ -264,6 +314,19 @@ func (s *soak) synced() {
 	}
 	s.allowed, s.rejectable = allowed, map[string]bool{}
 	s.note()
+	s.before = s.serviceStates(s.run)
+	s.states = map[string]map[string]bool{}
+	for name := range s.cluster.services {
+		s.states[name] = map[string]bool{s.before[name]: true}
+	}
+	for name, state := range s.before {
+		s.states[name] = map[string]bool{state: true}
+	}
+}
+
+// serviceStates lists the table that run reads and returns each Service's part of it.
+func (s *soak) serviceStates(run func(args ...string) string) map[string]string {
+	return parseTableGraph(s.t, run("-j", "list", "table", s.family, kubeProxyTable)).serviceStates(s.cluster.owner)
 }
 
 // check reads the kernel after a commit and checks the invariants.
@@ -272,7 +335,25 @@ func (s *soak) check() {
 	if s.damaged {
 		return
 	}
-	tab := readKernelTable(s.t, s.run, s.family)
+	listing := s.run("-j", "list", "table", s.family, kubeProxyTable)
+	s.checkRouting(readKernelTable(s.t, func(...string) string { return listing }, s.family))
+	states := parseTableGraph(s.t, listing).serviceStates(s.cluster.owner)
+	for name, allowed := range s.states {
+		if got := states[name]; !allowed[got] {
+			s.violation("after commit %d, %s is routed by a part of the table that it never had; against the table before the sync:\n%s", s.commits, name, stateDiff(s.before[name], got, 12))
+		}
+	}
+	for name, got := range states {
+		if s.states[name] == nil {
+			s.violation("after commit %d, the table routes traffic for %s, which no cluster state since the last sync has:\n%s", s.commits, name, stateDiff("", got, 12))
+		}
+	}
+}
+
+// checkRouting checks the table against the model: nothing leads to a chain without rules,
+// each ClusterIP is routed on ports its Service has had, and no Service with endpoints
+// throughout is rejected.
+func (s *soak) checkRouting(tab kernelTable) {
 	for _, dead := range tab.deadEnds(serviceIPsMap, serviceNodePortsMap, firewallIPsMap) {
 		s.violation("after commit %d, an element leads to a chain without rules: %s", s.commits, dead)
 	}
@@ -328,11 +409,12 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 		family, nftFamily, listFamily = v1.IPv6Protocol, knftables.IPv6Family, "ip6"
 	}
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	real, run := realNFT(t, nftFamily)
-	refReal, refRun := realNFT(t, nftFamily)
-	cluster := &soakCluster{family: family, services: map[string]*v1.Service{}, slices: map[string]*discovery.EndpointSlice{}}
-	s := &soak{t: t, seed: seed, cluster: cluster, run: run, family: listFamily}
-	s.synced()
+	real, run, netns := realNFTNetns(t, nftFamily)
+	refReal, refRun, refNetns := realNFTNetns(t, nftFamily)
+	upstream := newUpstreamKubeProxy(t)
+	cluster := &soakCluster{family: family, services: map[string]*v1.Service{}, slices: map[string]*discovery.EndpointSlice{}, owners: map[string]string{}}
+	s := &soak{t: t, seed: seed, cluster: cluster, run: run, family: listFamily,
+		allowed: map[string]map[string]bool{}, rejectable: map[string]bool{}, states: map[string]map[string]bool{}}
 	checked := &checkedNFT{Interface: real, after: s.check}
 	upstreamShapes := false
 	newProxier := func() *Proxier {
@@ -348,7 +430,7 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 	fp := newProxier()
 	for s.step = 1; s.step <= steps; s.step++ {
 		checked.refuse, checked.failListing = nil, ""
-		action := r.IntN(20)
+		action := r.IntN(21)
 		switch {
 		case action < 5 || len(cluster.services) < 3: // add a Service
 			if len(cluster.services) >= 14 {
@@ -402,6 +484,9 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 		case action == 17: // damage behind kube-proxy's back; the next full sync repairs it
 			soakDamage(t, r, run, listFamily)
 			s.damaged = true
+		case action == 18 && upstream != nil: // roll back to upstream's kube-proxy, and upgrade again
+			s.handover(upstream, netns, refReal, refNetns, refRun)
+			fp = newProxier()
 		default: // time passes: stale chains age, a periodic full sync may come
 			fp.clock.(interface{ Step(time.Duration) }).Step(time.Duration(1+r.IntN(3)) * time.Second)
 			if r.IntN(3) == 0 {
@@ -412,6 +497,7 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 		if s.damaged {
 			fp.lastFullSync = fp.now().Add(-2 * time.Hour) // the periodic full sync repairs
 		}
+		s.expect(refReal, refRun, upstreamShapes)
 		wasFull := fp.needFullSync || fp.now().Sub(fp.lastFullSync) > time.Hour
 		if err := fp.syncProxyRules(); err != nil {
 			if checked.refuse == nil && checked.failListing == "" {
@@ -419,16 +505,64 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 			}
 			continue
 		}
-		s.synced()
 		if wasFull {
 			s.damaged = false
 		}
 		if !s.damaged {
-			s.compareWithFresh(fp, refReal, refRun, upstreamShapes)
+			s.compareWithFresh()
 		}
+		s.synced()
 	}
 	s.step--
+	if upstream == nil {
+		fmt.Printf("upstream handovers: none (%s is not set)\n", upstreamKubeProxyEnv)
+	} else {
+		fmt.Printf("upstream handovers: %d\n", s.handovers)
+	}
 	fmt.Printf("soak: %d steps, %d commits checked, %d violations\n", steps, s.commits, s.violations)
+}
+
+// expect runs a fresh kube-proxy for the current cluster in the reference namespace: its
+// table is the one the next successful sync must leave (want), and each Service's part of it
+// is one that the Service may show from now on.
+func (s *soak) expect(refReal knftables.Interface, refRun func(args ...string) string, upstreamShapes bool) {
+	s.t.Helper()
+	deleteTable(s.t, refReal)
+	_, ref := NewFakeProxier(s.cluster.family)
+	ref.nftables = refReal
+	frozenClock(ref)
+	ref.upstreamRuleShapes = upstreamShapes
+	s.cluster.load(ref)
+	if err := ref.syncProxyRules(); err != nil {
+		s.t.Fatalf("soak seed %d step %d: the fresh kube-proxy's sync failed: %v", s.seed, s.step, err)
+	}
+	s.want = tableObjects(s.t, refRun, s.family)
+	s.allowStates(s.serviceStates(refRun))
+}
+
+// allowStates adds each Service's part of a table that kube-proxy may write to the ones the
+// Service may show (a Service not in states may show none).
+func (s *soak) allowStates(states map[string]string) {
+	for name := range s.states {
+		s.states[name][states[name]] = true
+	}
+	for name, state := range states {
+		if s.states[name] == nil {
+			s.states[name] = map[string]bool{"": true}
+		}
+		s.states[name][state] = true
+	}
+}
+
+// deleteTable deletes kube-proxy's table, if there is one, through nft.
+func deleteTable(t *testing.T, nft knftables.Interface) {
+	t.Helper()
+	tx := nft.NewTransaction()
+	tx.Add(&knftables.Table{})
+	tx.Delete(&knftables.Table{})
+	if err := nft.Run(context.Background(), tx); err != nil {
+		t.Fatalf("deleting the table: %v", err)
+	}
 }
 
 // soakPick returns a random key of m.
@@ -459,34 +593,20 @@ func soakDamage(t *testing.T, r *rand.Rand, run func(args ...string) string, fam
 	}
 }
 
-// compareWithFresh compares the soaked table with what a fresh kube-proxy writes for the same
-// cluster, in the reference namespace: equal, but for chains that fp has flushed and not yet
+// compareWithFresh compares the soaked table with the one a fresh kube-proxy wrote for the same
+// cluster (expect): equal, but for chains that the soaked kube-proxy has flushed and not yet
 // deleted.
-func (s *soak) compareWithFresh(fp *Proxier, refReal knftables.Interface, refRun func(args ...string) string, upstreamShapes bool) {
+func (s *soak) compareWithFresh() {
 	s.t.Helper()
-	_ = refReal.Run(context.Background(), func() *knftables.Transaction {
-		tx := refReal.NewTransaction()
-		tx.Add(&knftables.Table{})
-		tx.Delete(&knftables.Table{})
-		return tx
-	}())
-	_, ref := NewFakeProxier(s.cluster.family)
-	ref.nftables = refReal
-	frozenClock(ref)
-	ref.upstreamRuleShapes = upstreamShapes
-	s.cluster.load(ref)
-	if err := ref.syncProxyRules(); err != nil {
-		s.t.Fatalf("soak seed %d step %d: the fresh kube-proxy's sync failed: %v", s.seed, s.step, err)
-	}
-	want, got := tableObjects(s.t, refRun, s.family), tableObjects(s.t, s.run, s.family)
+	got := tableObjects(s.t, s.run, s.family)
 	for key := range got {
 		// A flushed chain waits to be deleted (fp may have forgotten it after a failed sync,
 		// until its next full sync finds it).
-		if chain, ok := strings.CutPrefix(key, "chain "); ok && want[key] == "" && got["rule "+chain+" #0"] == "" {
+		if chain, ok := strings.CutPrefix(key, "chain "); ok && s.want[key] == "" && got["rule "+chain+" #0"] == "" {
 			delete(got, key)
 		}
 	}
-	if d := tableDiff(want, got); d != "" {
+	if d := tableDiff(s.want, got); d != "" {
 		s.violation("the table differs from a fresh kube-proxy's:\n%s", d)
 	}
 }

@@ -37,9 +37,11 @@ import (
 // KUBE_PROXY_OVERLAY_REAL_KERNEL=required (as in `make test`), which makes a missing
 // prerequisite a failure instead.
 
-// addTestNetns creates the network namespace name, and removes it when the test ends.
+// addTestNetns creates the network namespace name, and removes it when the test ends. The
+// first call also removes the namespaces that earlier test processes left (sweepTestNetns).
 func addTestNetns(t *testing.T, ipPath, name string) {
 	t.Helper()
+	sweepOnce.Do(func() { sweepTestNetns(t, ipPath, "/var/run/netns") })
 	if out, err := exec.Command(ipPath, "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
 	}
@@ -48,6 +50,37 @@ func addTestNetns(t *testing.T, ipPath, name string) {
 			t.Errorf("ip netns del %s: %v: %s", name, err, out)
 		}
 	})
+}
+
+var sweepOnce sync.Once
+
+// testNetnsName matches the namespaces that these tests create: kpo-test-<pid>-<n>.
+var testNetnsName = regexp.MustCompile(`^kpo-test-([0-9]+)-[0-9]+$`)
+
+// sweepTestNetns removes, from dir (where ip keeps named namespaces), the namespaces of test
+// processes that are gone: a test binary killed by a timeout or an interrupt, or one that
+// panicked, runs no clean-up. A namespace of a live process (a test binary running beside
+// this one) stays.
+func sweepTestNetns(t *testing.T, ipPath, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return // no namespace yet
+	}
+	for _, e := range entries {
+		m := testNetnsName.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("/proc", m[1])); err == nil {
+			continue
+		}
+		if out, err := exec.Command(ipPath, "netns", "del", e.Name()).CombinedOutput(); err != nil {
+			t.Logf("removing the leftover namespace %s: %v: %s", e.Name(), err, out)
+		} else {
+			t.Logf("removed the leftover namespace %s of a test process that is gone", e.Name())
+		}
+	}
 }
 
 // realNFT returns a knftables.Interface for kube-proxy's table whose nft runs inside a new
@@ -518,6 +551,34 @@ func TestRealKernelMapShapeRewritesNothing(t *testing.T) {
 					t.Errorf("the start-up full sync over the kernel's intact table re-wrote %v", written)
 				}
 			})
+		}
+	}
+}
+
+// TestRealKernelSweepsLeftoverNetns: a namespace left by a test process that is gone is
+// removed; one of a live process, and one that the tests did not create, stay.
+func TestRealKernelSweepsLeftoverNetns(t *testing.T) {
+	_, _, _ = realNFTNetns(t, knftables.IPv4Family) // root, ip and nft, or skip
+	ipPath, _ := exec.LookPath("ip")
+	// A pid that is not running: past the kernel's pid_max.
+	dead := fmt.Sprintf("kpo-test-%d-1", 1<<22+1)
+	live := fmt.Sprintf("kpo-test-%d-999999", os.Getpid())
+	other := fmt.Sprintf("kpo-other-%d", os.Getpid())
+	for _, name := range []string{dead, live, other} {
+		if out, err := exec.Command(ipPath, "netns", "add", name).CombinedOutput(); err != nil {
+			t.Fatalf("ip netns add %s: %v: %s", name, err, out)
+		}
+	}
+	t.Cleanup(func() {
+		for _, name := range []string{dead, live, other} {
+			_ = exec.Command(ipPath, "netns", "del", name).Run()
+		}
+	})
+	sweepTestNetns(t, ipPath, "/var/run/netns")
+	for name, want := range map[string]bool{dead: false, live: true, other: true} {
+		_, err := os.Stat(filepath.Join("/var/run/netns", name))
+		if got := err == nil; got != want {
+			t.Errorf("namespace %s present after the sweep: %v, want %v", name, got, want)
 		}
 	}
 }
