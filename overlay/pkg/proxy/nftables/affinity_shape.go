@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/kubernetes/pkg/proxy/metrics"
 	"k8s.io/utils/ptr"
@@ -64,10 +65,16 @@ const (
 	// legacyClientAffinitySet is the shared set's name in earlier versions of this kube-proxy,
 	// which upstream's never deletes. The clean-up deletes it when it finds it.
 	legacyClientAffinitySet = "client-affinity"
-	// clientAffinitySetSize caps the set's elements: clients times the endpoints they stick
-	// to, over the whole node. When it is full, new affinity is not recorded (connections
-	// are still balanced), as with upstream's per-endpoint sets of 65535.
-	clientAffinitySetSize = 1 << 20
+	// minClientAffinitySetSize is the least size of the shared set, whose elements are
+	// clients times the endpoints they stick to, over the whole node (affinitySetSize). When
+	// the set is full, new affinity is not recorded (connections are still balanced), as with
+	// upstream's per-endpoint sets when one is full.
+	minClientAffinitySetSize = 1 << 20
+	// upstreamAffinitySetSize is the size of each of upstream's per-endpoint affinity sets
+	// (nft's default for a dynamic set).
+	upstreamAffinitySetSize = 65535
+	// maxClientAffinitySetSize bounds the shared set's size (the kernel's is 32 bits).
+	maxClientAffinitySetSize = 1 << 31
 	// sharedAffinityState prefixes the affinity names that service ports keep alive in the
 	// shared shape, so that they never match a set name listed from the kernel.
 	sharedAffinityState = "client-affinity:"
@@ -140,14 +147,42 @@ func nftTimeout(seconds int) string {
 	return b.String()
 }
 
-// clientAffinitySetObject returns the shared affinity set of the proxier's family.
-func (proxier *Proxier) clientAffinitySetObject() *knftables.Set {
+// affinitySetSize returns the size of the shared affinity set for a node whose Services with
+// ClientIP affinity have endpoints endpoints in all: what upstream's per-endpoint sets hold
+// together (65535 each), rounded up to a power of two so that the size changes rarely, and at
+// least minClientAffinitySetSize. Stickiness is then never weaker than upstream's on the same
+// node. Elements take memory only when clients add them; the size is a bound.
+func affinitySetSize(endpoints int) uint64 {
+	want := uint64(endpoints) * upstreamAffinitySetSize
+	size := uint64(minClientAffinitySetSize)
+	for size < want && size < maxClientAffinitySetSize {
+		size <<= 1
+	}
+	return size
+}
+
+// affinityEndpoints returns the number of endpoints of the service ports with ClientIP
+// affinity: those that upstream gives a set each.
+func (proxier *Proxier) affinityEndpoints() int {
+	n := 0
+	for name, svc := range proxier.svcPortMap {
+		if svc.SessionAffinityType() == v1.ServiceAffinityClientIP {
+			n += len(proxier.endpointsMap[name])
+		}
+	}
+	return n
+}
+
+// clientAffinitySetObject returns the shared affinity set of the proxier's family, of size
+// elements. Adding it where it exists with another size resizes it (kernels that cannot keep
+// their size: noteAffinityFill's log line says when it is full).
+func (proxier *Proxier) clientAffinitySetObject(size uint64) *knftables.Set {
 	return &knftables.Set{
 		Name:   clientAffinitySet,
 		TypeOf: proxier.nftFamily() + " saddr . numgen random mod 2147483648 . numgen random mod 2147483648",
 		// "dynamic": the packet path adds elements. Elements carry their own timeouts.
 		Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag},
-		Size:  ptr.To[uint64](clientAffinitySetSize),
+		Size:  ptr.To(size),
 	}
 }
 
@@ -161,11 +196,25 @@ func (st *servicePortStage) ensureClientAffinity(tx *knftables.Transaction, rec 
 	}
 	for _, e := range rec.entries {
 		if _, ok := e.obj.(*knftables.Rule); ok {
-			tx.Add(st.proxier.clientAffinitySetObject())
+			tx.Add(st.proxier.clientAffinitySetObject(st.affinitySize))
 			st.clientAffinityAdded = true
+			st.state.affinitySize = st.affinitySize
 			return
 		}
 	}
+}
+
+// resizeClientAffinity adds the shared affinity set to tx again, with this sync's size, when no
+// rule of this sync added it and service ports still use it with a size that this sync's
+// affinity endpoints change (they came or went with Services that kept their rules, or that
+// were removed). The table then holds the size that a fresh kube-proxy would write.
+func (st *servicePortStage) resizeClientAffinity(tx *knftables.Transaction) {
+	known := st.state.affinitySize
+	if st.clientAffinityAdded || known == 0 || known == st.affinitySize || !st.state.keepsSharedAffinity() {
+		return
+	}
+	tx.Add(st.proxier.clientAffinitySetObject(st.affinitySize))
+	st.state.affinitySize = st.affinitySize
 }
 
 // affinityStateName returns the name under which a service port keeps the affinity of the
@@ -212,7 +261,7 @@ func elementAffinityID(elem *knftables.Element) (affinityID, bool) {
 // is deleted, in the same transaction: an element that times out between the listing and the
 // commit is then deleted all the same, rather than failing the transaction. If listing fails,
 // it logs and deletes nothing; the next full sync prunes again.
-func (proxier *Proxier) pruneClientAffinity(tx txWriter, stale func(affinityID) bool) {
+func (proxier *Proxier) pruneClientAffinity(tx txWriter, stale func(affinityID) bool, capacity uint64) {
 	elems, err := proxier.nftables.ListElements(context.TODO(), "set", clientAffinitySet)
 	if err != nil {
 		if !knftables.IsNotFound(err) {
@@ -220,7 +269,7 @@ func (proxier *Proxier) pruneClientAffinity(tx txWriter, stale func(affinityID) 
 		}
 		return
 	}
-	proxier.noteAffinityFill(len(elems))
+	proxier.noteAffinityFill(len(elems), capacity)
 	pruned := 0
 	for _, elem := range elems {
 		id, ok := elementAffinityID(elem)
@@ -271,7 +320,7 @@ func (st *servicePortStage) cleanupAllAffinity(c *staleCleanup) {
 		// No rule uses it any more (those that did are re-written or flushed by now).
 		tx.Delete(&knftables.Set{Name: clientAffinitySet})
 	default:
-		c.prune = func(id affinityID) bool { return !active[id] }
+		c.prune, c.capacity = func(id affinityID) bool { return !active[id] }, st.affinitySize
 	}
 }
 
@@ -297,7 +346,7 @@ func (st *servicePortStage) dropAffinity(c *staleCleanup, names []string) {
 		tx.Delete(&knftables.Set{Name: clientAffinitySet})
 		return
 	}
-	c.prune = func(id affinityID) bool { return stale[id] }
+	c.prune, c.capacity = func(id affinityID) bool { return stale[id] }, st.affinitySize
 }
 
 // keepsSharedAffinity reports whether any known service port keeps affinity in the shared set.
@@ -364,15 +413,15 @@ func (st *servicePortStage) flushesAllChainsOf(owner string, flushed sets.Set[st
 	return true
 }
 
-// noteAffinityFill records that the shared affinity set holds n elements: in the metrics, and,
-// when it is full, in an error log line (new clients then get no stickiness until elements time
-// out).
-func (proxier *Proxier) noteAffinityFill(n int) {
+// noteAffinityFill records that the shared affinity set, of size capacity, holds n elements: in
+// the metrics, and, when it is full, in an error log line (new clients then get no stickiness
+// until elements time out).
+func (proxier *Proxier) noteAffinityFill(n int, capacity uint64) {
 	family := string(proxier.ipFamily)
 	metrics.NFTablesAffinityElements.WithLabelValues(family).Set(float64(n))
-	metrics.NFTablesAffinityCapacity.WithLabelValues(family).Set(clientAffinitySetSize)
-	if n >= clientAffinitySetSize {
+	metrics.NFTablesAffinityCapacity.WithLabelValues(family).Set(float64(capacity))
+	if uint64(n) >= capacity {
 		proxier.logger.Error(nil, "The shared session-affinity set is full: new clients of Services with ClientIP affinity are not sticky until elements time out",
-			"set", clientAffinitySet, "elements", n, "capacity", clientAffinitySetSize)
+			"set", clientAffinitySet, "elements", n, "capacity", capacity)
 	}
 }

@@ -27,11 +27,13 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
 	basemetrics "k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/kubernetes/pkg/proxy"
 	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
 	"k8s.io/kubernetes/pkg/proxy/metrics"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 )
 
@@ -110,8 +112,8 @@ func TestSharedAffinityShape(t *testing.T) {
 				if set == nil {
 					t.Fatalf("no %s set", clientAffinitySet)
 				}
-				if !strings.HasPrefix(set.TypeOf, saddr) || set.Size == nil || *set.Size != clientAffinitySetSize {
-					t.Errorf("shared set %+v: want typeof %q... and size %d", set, saddr, clientAffinitySetSize)
+				if !strings.HasPrefix(set.TypeOf, saddr) || set.Size == nil || *set.Size != minClientAffinitySetSize {
+					t.Errorf("shared set %+v: want typeof %q... and size %d", set, saddr, minClientAffinitySetSize)
 				}
 				rules := serviceChainRules(t, nft)
 				ids := affinityEndpoints(t, fp)
@@ -431,7 +433,109 @@ func TestAffinityFillMetric(t *testing.T) {
 	if got := gauge(metrics.NFTablesAffinityElements); got != 3 {
 		t.Errorf("affinity elements = %v, want 3", got)
 	}
-	if got := gauge(metrics.NFTablesAffinityCapacity); got != clientAffinitySetSize {
-		t.Errorf("affinity capacity = %v, want %d", got, clientAffinitySetSize)
+	if got := gauge(metrics.NFTablesAffinityCapacity); got != minClientAffinitySetSize {
+		t.Errorf("affinity capacity = %v, want %d", got, minClientAffinitySetSize)
+	}
+}
+
+// TestAffinitySetSize: the shared set holds what upstream's per-endpoint sets of 65535 hold
+// together, in powers of two, from 2^20 up to 2^31.
+func TestAffinitySetSize(t *testing.T) {
+	for _, c := range []struct {
+		endpoints int
+		want      uint64
+	}{{0, 1 << 20}, {16, 1 << 20}, {17, 1 << 21}, {40, 1 << 22}, {100000, 1 << 31}} {
+		if got := affinitySetSize(c.endpoints); got != c.want {
+			t.Errorf("affinitySetSize(%d) = %d, want %d", c.endpoints, got, c.want)
+		}
+		if got := affinitySetSize(c.endpoints); got < uint64(c.endpoints)*upstreamAffinitySetSize && got < maxClientAffinitySetSize {
+			t.Errorf("affinitySetSize(%d) = %d holds less than upstream's sets", c.endpoints, got)
+		}
+	}
+}
+
+// TestAffinitySetGrowsWithEndpoints: when a Service with ClientIP affinity gains endpoints, the
+// sync that writes them re-adds the shared set with the size that they need, and the fill
+// metric's capacity follows.
+func TestAffinitySetGrowsWithEndpoints(t *testing.T) {
+	nft, fp := shapeTestProxier(t, v1.IPv4Protocol, 10, true, false)
+	size := func() uint64 {
+		set := nft.Table.Sets[clientAffinitySet]
+		if set == nil || set.Size == nil {
+			t.Fatalf("no sized %s set", clientAffinitySet)
+		}
+		return *set.Size
+	}
+	if got := size(); got != 1<<20 {
+		t.Fatalf("10 endpoints: size %d, want %d", got, 1<<20)
+	}
+	setShapeTestService(t, fp, v1.IPv4Protocol, 40, true)
+	// The fake keeps an existing set as it was; the kernel resizes it (see
+	// TestRealKernelAffinitySetResized). The transaction asks for the new size.
+	if text := nft.LastTransaction.String(); !strings.Contains(text, "add set ip kube-proxy affinity-clients") || !strings.Contains(text, "size 4194304 ;") {
+		t.Errorf("40 endpoints (40 x 65535, rounded up: 4194304): the sync did not re-add the set with that size:\n%s", text)
+	}
+}
+
+// resizingFake is knftables' fake with one behaviour of the kernel that the fake lacks: adding a
+// set that exists, with another size, resizes it. Only the shared affinity set is resized so.
+type resizingFake struct{ *knftables.Fake }
+
+// affinitySizeOp finds the shared affinity set's size in an "add set" line of a transaction.
+var affinitySizeOp = regexp.MustCompile(`(?m)^add set \S+ \S+ ` + clientAffinitySet + ` \{.* size ([0-9]+) ;`)
+
+// Run runs tx on the fake and then applies the shared set's last size in tx, if any.
+func (f resizingFake) Run(ctx context.Context, tx *knftables.Transaction) error {
+	if err := f.Fake.Run(ctx, tx); err != nil {
+		return err
+	}
+	m := affinitySizeOp.FindAllStringSubmatch(tx.String(), -1)
+	if set := f.Table.Sets[clientAffinitySet]; set != nil && len(m) > 0 {
+		size, _ := strconv.ParseUint(m[len(m)-1][1], 10, 64)
+		set.Size = &size
+	}
+	return nil
+}
+
+// TestAffinitySetShrinksWithRemovedService: when a Service with ClientIP affinity goes, the
+// partial sync that removes it writes no rule that uses the shared set, yet re-adds the set
+// with the smaller size that the remaining endpoints need, as a fresh kube-proxy would write.
+func TestAffinitySetShrinksWithRemovedService(t *testing.T) {
+	nft, fp := NewFakeProxier(v1.IPv4Protocol)
+	fp.nftables = resizingFake{nft}
+	var svcs []*v1.Service
+	var epSlices []*discovery.EndpointSlice
+	for s := 1; s <= 2; s++ {
+		name := fmt.Sprintf("svc%d", s)
+		svcs = append(svcs, makeTestService("ns1", name, func(svc *v1.Service) {
+			svc.Spec.ClusterIP = fmt.Sprintf("172.30.0.%d", 40+s)
+			svc.Spec.Ports = []v1.ServicePort{{Name: "p80", Port: 80, Protocol: v1.ProtocolTCP}}
+			svc.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+			svc.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](10800)}}
+		}))
+		epSlices = append(epSlices, makeTestEndpointSlice("ns1", name, 1, func(eps *discovery.EndpointSlice) {
+			eps.AddressType = discovery.AddressTypeIPv4
+			for i := 0; i < 10; i++ {
+				eps.Endpoints = append(eps.Endpoints, discovery.Endpoint{Addresses: []string{fmt.Sprintf("10.180.%d.%d", s, i+1)}})
+			}
+			eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p80"), Port: ptr.To[int32](80), Protocol: ptr.To(v1.ProtocolTCP)}}
+		}))
+	}
+	makeServiceMap(fp, svcs...)
+	populateEndpointSlices(fp, epSlices...)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	size := func() uint64 { return *nft.Table.Sets[clientAffinitySet].Size }
+	if got := size(); got != 1<<21 {
+		t.Fatalf("20 affinity endpoints: size %d, want %d", got, 1<<21)
+	}
+	fp.OnEndpointSliceDelete(epSlices[1])
+	fp.OnServiceDelete(svcs[1])
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	if got := size(); got != 1<<20 {
+		t.Errorf("10 affinity endpoints left: size %d, want %d", got, 1<<20)
 	}
 }

@@ -48,6 +48,9 @@ type knownObjects struct {
 	claims map[elementKey]claimants
 	// chains and affinitySets are all the service ports' chains and affinity sets.
 	chains, affinitySets sets.Set[string]
+	// affinitySize is the size with which the shared affinity set was last written (0:
+	// not known), so that a sync whose size differs writes it again (affinitySetSize).
+	affinitySize uint64
 	// Totals over the service ports, for the sync's log line and metrics.
 	endpoints, noLocalInternal, noLocalExternal int
 	// order is every service port, sorted, or nil when ports came or went since it was.

@@ -443,3 +443,27 @@ func TestRealKernelAffinityPruneAfterCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestRealKernelAffinitySetResized: when the Services with ClientIP affinity gain endpoints, the
+// kernel's shared set grows to the size that they need (affinitySetSize), in place: the
+// affinity that clients already have stays.
+func TestRealKernelAffinitySetResized(t *testing.T) {
+	real, run := realNFT(t, knftables.IPv4Family)
+	_, fp := NewFakeProxier(v1.IPv4Protocol)
+	fp.nftables = real
+	frozenClock(fp)
+	setShapeTestService(t, fp, v1.IPv4Protocol, 10, true)
+	set := func() string { return run("list", "set", "ip", kubeProxyTable, clientAffinitySet) }
+	if got := set(); !strings.Contains(got, "size 1048576") {
+		t.Fatalf("10 endpoints: want size 1048576:\n%s", got)
+	}
+	run("add", "element", "ip", kubeProxyTable, clientAffinitySet, "{ 192.0.2.1 . 1 . 2 timeout 1h }")
+	setShapeTestService(t, fp, v1.IPv4Protocol, 40, true)
+	got := set()
+	if !strings.Contains(got, "size 4194304") {
+		t.Errorf("40 endpoints: want size 4194304 (40 x 65535, rounded up):\n%s", got)
+	}
+	if !strings.Contains(got, "192.0.2.1 . 1 . 2") {
+		t.Errorf("resizing lost the affinity that a client had:\n%s", got)
+	}
+}

@@ -186,8 +186,10 @@ type servicePortStage struct {
 	// legacyAffinityListed is set when the listing holds the shared affinity set under the
 	// name earlier versions gave it.
 	legacyAffinityListed bool
-	// clientAffinityAdded is set once the sync has added the shared affinity set.
+	// clientAffinityAdded is set once the sync has added the shared affinity set, of
+	// affinitySize elements (affinitySetSize).
 	clientAffinityAdded bool
+	affinitySize        uint64
 	// chainsByOwner and chainsByService index existingChains by service port (chainOwner)
 	// and by Service, once needed (indexChains).
 	chainsByOwner, chainsByService map[string][]string
@@ -212,7 +214,7 @@ type servicePortStage struct {
 // known objects move into the stage and come back only with commit, so that a failed sync
 // leaves none and the next one is walkAll.
 func (proxier *Proxier) newServicePortStage(start time.Time, fullSync bool, updatedServices, updatedEndpoints sets.Set[types.NamespacedName]) *servicePortStage {
-	st := &servicePortStage{proxier: proxier, start: start, state: proxier.known}
+	st := &servicePortStage{proxier: proxier, start: start, state: proxier.known, affinitySize: affinitySetSize(proxier.affinityEndpoints())}
 	proxier.known = nil
 	if fullSync || st.state == nil {
 		st.walkAll = true
@@ -418,6 +420,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	if len(st.ports) > 0 {
 		st.closeService(tx, first, len(st.ports))
 	}
+	st.resizeClientAffinity(tx)
 	if st.walkAll {
 		st.updateAll()
 	}

@@ -267,6 +267,7 @@ func atoiSuffix(name string) int {
 func (c *randomCluster) fresh(workers int) (*knftables.Fake, *Proxier) {
 	nft, p := NewFakeProxier(c.family)
 	p.syncWorkers = workers
+	p.nftables = resizingFake{nft}
 	for _, name := range c.names() {
 		p.OnServiceAdd(c.services[name])
 		for _, s := range c.slices[name] {
@@ -298,6 +299,7 @@ func runDifferential(t *testing.T, seed int64, family v1.IPFamily, services, ste
 	serialNFT, serial := NewFakeProxier(family)
 	parallelNFT, parallel := NewFakeProxier(family)
 	serial.syncWorkers, parallel.syncWorkers = 1, workers
+	serial.nftables, parallel.nftables = resizingFake{serialNFT}, resizingFake{parallelNFT}
 	ps := proxiers{serial, parallel}
 	for i := 0; i < services; i++ {
 		c.addService(ps)

@@ -110,6 +110,8 @@ type staleCleanup struct {
 	// committed: by then no rule can record affinity for those IDs any more, so no element
 	// added after the listing survives (upstream deletes a per-endpoint set, atomically).
 	prune func(affinityID) bool
+	// capacity is the shared affinity set's size in this sync, for the prune's fill metric.
+	capacity uint64
 }
 
 func newStaleCleanup() *staleCleanup {
@@ -174,7 +176,7 @@ func (c *staleCleanup) emit(tx *knftables.Transaction, splitter *txSplitter) *kn
 		})
 	}
 	if c.prune != nil {
-		splitter.afterCommit(splitter.proxier.pruneAfterCommit(c.prune))
+		splitter.afterCommit(splitter.proxier.pruneAfterCommit(c.prune, c.capacity))
 	}
 	return tx
 }
@@ -356,14 +358,14 @@ func (st *servicePortStage) elementsOfService(svc string) []elementKey {
 	return st.staleElements[svc]
 }
 
-// pruneAfterCommit returns the prune of the shared affinity set of the IDs that stale reports,
-// to run after the sync's transactions have committed: it lists the set, and deletes those
-// elements in transactions of at most the splitter's size. A failure is logged: the elements
-// then time out, and the next full sync prunes again.
-func (proxier *Proxier) pruneAfterCommit(stale func(affinityID) bool) func(ctx context.Context, s *txSplitter) {
+// pruneAfterCommit returns the prune of the shared affinity set (of size capacity) of the IDs
+// that stale reports, to run after the sync's transactions have committed: it lists the set,
+// and deletes those elements in transactions of at most the splitter's size. A failure is
+// logged: the elements then time out, and the next full sync prunes again.
+func (proxier *Proxier) pruneAfterCommit(stale func(affinityID) bool, capacity uint64) func(ctx context.Context, s *txSplitter) {
 	return func(ctx context.Context, s *txSplitter) {
 		ops := &cleanupOps{}
-		proxier.pruneClientAffinity(ops, stale)
+		proxier.pruneClientAffinity(ops, stale, capacity)
 		tx := proxier.nftables.NewTransaction()
 		var err error
 		commit := func() {
