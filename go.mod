@@ -41,6 +41,9 @@ require (
 	github.com/stretchr/testify v1.11.1
 )
 
+// Markdown link check (build/mdlinks): goldmark parses the Markdown.
+require github.com/yuin/goldmark v1.8.7
+
 // Image tooling (build/image): go-containerregistry, and the modules its packages need.
 require (
 	github.com/google/go-containerregistry v0.22.1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh TREE BIN UPSTREAM_BIN runs the project's tests and prints a plain summary of what ran:
-#   0. UPSTREAM.md's hash and patch tables against go.sum and patches/, and gofmt;
+#   0. UPSTREAM.md's hash and patch tables against go.sum and patches/, gofmt, and the links
+#      of every Markdown file (build/mdlinks);
 #   1. the build tooling's own tests (this repo's Go module);
 #   2. the patch pipeline's failure modes, and the config-file contract of the patched BIN and
 #      the pristine UPSTREAM_BIN;
@@ -31,6 +32,10 @@ log "every patch and overlay file belongs to one feature of the upstream series"
 log "gofmt of this repo's Go files"
 unformatted=$(cd "$root" && gofmt -l overlay conformance bench build)
 [ -z "$unformatted" ] || die "not gofmt-formatted (run gofmt -w): $unformatted"
+
+log "Markdown links: relative paths exist, anchors exist, nothing outside the repository"
+(cd "$root" && go build -o "$root/_output/bin/mdlinks" ./build/mdlinks)
+"$root/_output/bin/mdlinks" "$root"
 
 log "build tooling tests"
 (cd "$root" && go test -json ./build/... ./bench/...) | "$summary" -group tooling=github.com/

@@ -6,5 +6,5 @@
 //
 // The binary builds a small world of network namespaces (node, client, pods), runs the kube-proxy
 // binaries under test in the node namespace, drives Services and EndpointSlices through client-go
-// as a controller would, and checks every case with real packets. See conformance/README.md.
+// as a controller would, and checks every case with real packets. See docs/testing.md.
 package kpconformance
