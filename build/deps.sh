@@ -7,7 +7,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 # command:package pairs per set.
 case "${1:-}" in
-test) need="nft:nftables ip:iproute2 gcc:gcc git:git" ;;
+test) need="nft:nftables ip:iproute2 gcc:gcc git:git promtool:prometheus" ;;
 kernel61) need="nft:nftables ip:iproute2 qemu-system-x86_64:qemu-system-x86 depmod:kmod kmod:kmod cpio:cpio" ;;
 *) die "usage: $0 test|kernel61" ;;
 esac

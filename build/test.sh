@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh TREE BIN UPSTREAM_BIN runs the project's tests and prints a plain summary of what ran:
-#   0. UPSTREAM.md's hash and patch tables against go.sum and patches/, gofmt, and the links
-#      of every Markdown file (build/mdlinks);
+#   0. UPSTREAM.md's hash and patch tables against go.sum and patches/, the alert rules
+#      (build/check-monitoring.sh: promtool check and unit tests), gofmt, and the links of every
+#      Markdown file (build/mdlinks);
 #   1. the build tooling's own tests (this repo's Go module);
 #   2. the patch pipeline's failure modes, and the config-file contract of the patched BIN and
 #      the pristine UPSTREAM_BIN;
@@ -28,6 +29,9 @@ log "UPSTREAM.md against go.sum and patches/"
 
 log "every patch and overlay file belongs to one feature of the upstream series"
 "$here/check-features.sh"
+
+log "alert rules (images/deploy/monitoring): PrometheusRule in step, promtool check and unit tests"
+"$here/check-monitoring.sh"
 
 log "gofmt of this repo's Go files"
 unformatted=$(cd "$root" && gofmt -l overlay conformance bench build)

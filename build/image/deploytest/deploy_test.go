@@ -106,7 +106,7 @@ func TestManifestCheckCatchesMistakes(t *testing.T) {
 	cases := map[string][]byte{
 		"ds-typo.yaml":       []byte(strings.Replace(string(patch), "updateStrategy:", "updateStrategey:", 1)),
 		"rulesync-typo.yaml": []byte(strings.Replace(string(good), "syncSplay: 1h", "syncSplai: 1h", 1)),
-		"jitter-range.yaml":  []byte(strings.Replace(string(good), "fullSyncJitter: 0.5", "fullSyncJitter: 2", 1)),
+		"jitter-range.yaml":  []byte(strings.Replace(string(good), "fullSyncJitter: 0\n", "fullSyncJitter: 2\n", 1)),
 		"config-typo.yaml":   []byte(strings.Replace(string(good), "metricsBindAddress:", "metricBindAddress:", 1)),
 	}
 	for name, body := range cases {

@@ -16,7 +16,10 @@ limitations under the License.
 
 // Command fleetsim simulates the periodic full syncs of a fleet of kube-proxy
 // nodes that joined within one minute, and reports how many nodes run a
-// periodic full sync at the same moment.
+// periodic full sync at the same moment. A last section runs kube-proxy's
+// defaults (taken from the real defaulting code of the ruleSync config section)
+// beside the upstream model for two fleets: one that joined within one minute
+// and one whose nodes joined evenly over a day.
 //
 // For each seed it generates EKS-style node names and join times, then, for
 // each configuration and sync duration D, runs every node through the real
@@ -43,6 +46,9 @@ import (
 	"sync"
 	"time"
 
+	kubeproxyconfigv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
+	proxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
+	proxyconfigv1alpha1 "k8s.io/kubernetes/pkg/proxy/apis/config/v1alpha1"
 	"k8s.io/kubernetes/pkg/proxy/fullsync"
 	testingclock "k8s.io/utils/clock/testing"
 )
@@ -58,9 +64,9 @@ type fleet struct {
 }
 
 // newFleet draws n distinct node names in one random region, join times
-// uniform within one minute from a random wall-clock instant in 2026, and a
-// jitter seed per node.
-func newFleet(rng *rand.Rand, n int) fleet {
+// uniform within window (one minute for the main tables) from a random
+// wall-clock instant in 2026, and a jitter seed per node.
+func newFleet(rng *rand.Rand, n int, window time.Duration) fleet {
 	year := time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 	f := fleet{start: year.Add(time.Duration(rng.Int64N(int64(365 * 24 * time.Hour))))}
 	region := regions[rng.IntN(len(regions))]
@@ -72,7 +78,7 @@ func newFleet(rng *rand.Rand, n int) fleet {
 		}
 		seen[name] = true
 		f.names = append(f.names, name)
-		f.joins = append(f.joins, f.start.Add(time.Duration(rng.Int64N(int64(time.Minute)))))
+		f.joins = append(f.joins, f.start.Add(time.Duration(rng.Int64N(int64(window)))))
 		f.nodeSeeds = append(f.nodeSeeds, rng.Uint64())
 	}
 	return f
@@ -199,6 +205,48 @@ func simulateFleet(f fleet, configs []simConfig, durations []time.Duration, leng
 	return r
 }
 
+// runFleets simulates seeds fleets of nodes nodes that joined within window,
+// each for window+length after its first possible join, on workers goroutines.
+// Fleet s is drawn from the PCG stream (baseSeed, s), so a run is reproducible.
+func runFleets(seeds, workers, nodes int, baseSeed uint64, window time.Duration, configs []simConfig, durations []time.Duration, length time.Duration) []seedResult {
+	results := make([]seedResult, seeds)
+	seedIdx := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, seeds) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range seedIdx {
+				f := newFleet(rand.New(rand.NewPCG(baseSeed, uint64(s))), nodes, window)
+				results[s] = simulateFleet(f, configs, durations, window+length)
+			}
+		}()
+	}
+	for s := range seeds {
+		seedIdx <- s
+	}
+	close(seedIdx)
+	wg.Wait()
+	return results
+}
+
+// defaultSchedule returns the full-sync schedule that kube-proxy runs when the
+// ruleSync section and its flags are left unset: the versioned defaults, converted
+// to the internal config, with the splay resolved as the proxier resolves it.
+func defaultSchedule() (fullsync.Config, error) {
+	var versioned kubeproxyconfigv1alpha1.KubeProxyRuleSyncConfiguration
+	proxyconfigv1alpha1.SetDefaults_KubeProxyRuleSyncConfiguration(&versioned)
+	var internal proxyconfig.KubeProxyRuleSyncConfiguration
+	if err := proxyconfigv1alpha1.Convert_v1alpha1_KubeProxyRuleSyncConfiguration_To_config_KubeProxyRuleSyncConfiguration(&versioned, &internal, nil); err != nil {
+		return fullsync.Config{}, err
+	}
+	return fullsync.Config{
+		Period: internal.FullSyncPeriod.Duration,
+		Jitter: internal.FullSyncJitter,
+		Splay:  internal.EffectiveSyncSplay(),
+	}, nil
+}
+
 // percentile returns the nearest-rank p-th percentile of vs, which it sorts.
 func percentile(vs []int, p float64) int {
 	slices.Sort(vs)
@@ -282,25 +330,31 @@ func main() {
 		}
 	}
 
+	defCfg, err := defaultSchedule()
+	if err == nil {
+		err = defCfg.Validate()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleetsim: the default schedule:", err)
+		os.Exit(2)
+	}
+	// The upstream model runs at the default period, which is upstream's fixed hour.
+	defaultConfigs := []simConfig{
+		{label: "upstream-model", upstream: true, cfg: fullsync.Config{Period: defCfg.Period}},
+		{label: "default", cfg: defCfg},
+	}
+	windows := []struct {
+		label  string
+		window time.Duration
+	}{{"joined-in-1m", time.Minute}, {"joined-over-24h", 24 * time.Hour}}
+
 	began := time.Now()
-	results := make([]seedResult, *seeds)
-	seedIdx := make(chan int)
-	var wg sync.WaitGroup
-	for range min(*workers, *seeds) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := range seedIdx {
-				f := newFleet(rand.New(rand.NewPCG(*baseSeed, uint64(s))), *nodes)
-				results[s] = simulateFleet(f, configs, durations, time.Duration(*hours)*time.Hour)
-			}
-		}()
+	length := time.Duration(*hours) * time.Hour
+	results := runFleets(*seeds, *workers, *nodes, *baseSeed, time.Minute, configs, durations, length)
+	defaultResults := make([][]seedResult, len(windows))
+	for w, win := range windows {
+		defaultResults[w] = runFleets(*seeds, *workers, *nodes, *baseSeed, win.window, defaultConfigs, durations, length)
 	}
-	for s := range *seeds {
-		seedIdx <- s
-	}
-	close(seedIdx)
-	wg.Wait()
 	elapsed := time.Since(began)
 
 	// peaks[c][d] and gaps[c][d] are per configuration c and duration index d,
@@ -378,8 +432,33 @@ func main() {
 			durLabel(d), percentile(vs, 50), percentile(vs, 95), percentile(vs, 100), *nodes)
 	}
 	fmt.Println()
-	fmt.Printf("simulated %d fleets x %d nodes x %d configurations x %d durations in %v (%d workers)\n",
-		*seeds, *nodes, len(configs), len(durations), elapsed.Round(time.Millisecond), min(*workers, *seeds))
+	fmt.Printf("Defaults beside upstream (default = the ruleSync section left unset: period %v, jitter %v, splay %v;\n",
+		defCfg.Period, defCfg.Jitter, defCfg.Splay)
+	fmt.Println("  upstream-model at the same period; each fleet simulated for its join window plus the simulated hours;")
+	fmt.Println("  default/upstream = ratio of the p95 peaks, at most 1.00 where the default is no worse):")
+	fmt.Printf("%-16s %-15s %-4s %6s %6s %6s %8s %16s\n", "fleet", "config", "D", "p50", "p95", "max", "ideal", "default/upstream")
+	for w, win := range windows {
+		for di, d := range durations {
+			ideal := float64(*nodes) * float64(d) / float64(defCfg.Period)
+			var p95s [2]int
+			for c := range defaultConfigs {
+				vs := make([]int, 0, len(defaultResults[w]))
+				for _, r := range defaultResults[w] {
+					vs = append(vs, r.peaks[c][di])
+				}
+				p50, p95, pmax := percentile(vs, 50), percentile(vs, 95), percentile(vs, 100)
+				p95s[c] = p95
+				ratio := ""
+				if c == 1 {
+					ratio = fmt.Sprintf("%.2f", float64(p95s[1])/float64(p95s[0]))
+				}
+				fmt.Printf("%-16s %-15s %-4s %6d %6d %6d %8.2f %16s\n", win.label, defaultConfigs[c].label, durLabel(d), p50, p95, pmax, ideal, ratio)
+			}
+		}
+	}
+	fmt.Println()
+	fmt.Printf("simulated %d fleets x %d nodes x %d configurations x %d durations in %v (%d workers), and %d fleets x 2 configurations per join window for the defaults\n",
+		*seeds, *nodes, len(configs), len(durations), elapsed.Round(time.Millisecond), min(*workers, *seeds), *seeds)
 	// Last: the p95 over seeds of peak/ideal of "both", one line per duration.
 	for di, d := range durations {
 		ideal := float64(*nodes) * float64(d) / float64(*period)

@@ -62,8 +62,11 @@ func TestRuleSyncDefaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			rs := o.config.RuleSync
-			if rs.FullSyncPeriod.Duration != time.Hour || rs.FullSyncJitter != 0.5 || rs.SyncSplay.Duration != 0 || rs.NFTablesRuleShapes != "" || rs.MaxSyncTransactionSize != 5000 || rs.SyncWorkers != 0 {
-				t.Errorf("defaults = %+v, want period 1h, jitter 0.5, splay 0, default (empty: SetFree) shapes, 5000 operations per transaction, 0 (GOMAXPROCS) sync workers", rs)
+			if rs.FullSyncPeriod.Duration != time.Hour || rs.FullSyncJitter != 0 || rs.SyncSplay != nil || rs.NFTablesRuleShapes != "" || rs.MaxSyncTransactionSize != 5000 || rs.SyncWorkers != 0 {
+				t.Errorf("defaults = %+v, want period 1h, jitter 0, splay unset, default (empty: SetFree) shapes, 5000 operations per transaction, 0 (GOMAXPROCS) sync workers", rs)
+			}
+			if got := ruleSyncConfig(o.config, "n").Schedule.Splay; got != time.Hour {
+				t.Errorf("schedule splay = %v, want the period (1h) for an unset splay", got)
 			}
 		})
 	}
@@ -75,11 +78,38 @@ func TestRuleSyncFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := o.config.RuleSync
-	if rs.FullSyncPeriod.Duration != 20*time.Minute || rs.FullSyncJitter != 0.2 || rs.SyncSplay.Duration != 15*time.Minute || rs.NFTablesRuleShapes != "Upstream" {
+	if rs.FullSyncPeriod.Duration != 20*time.Minute || rs.FullSyncJitter != 0.2 || rs.SyncSplay == nil || rs.SyncSplay.Duration != 15*time.Minute || rs.NFTablesRuleShapes != "Upstream" {
 		t.Errorf("got %+v, want the flag values", rs)
 	}
 	if opts := ruleSyncConfig(o.config, "n"); !opts.UpstreamRuleShapes || opts.MaxTransactionSize != 0 || !opts.FullSyncRewriteAll || opts.SyncWorkers != 3 {
 		t.Errorf("the flags did not reach the proxier options: %+v", opts)
+	}
+}
+
+// TestRuleSyncSplayFollowsPeriod checks that an unset splay is equal to the period wherever the
+// period comes from, and that an explicit 0 (flag or file) is kept as 0.
+func TestRuleSyncSplayFollowsPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string
+		args         []string
+		want         time.Duration
+	}{
+		{name: "period flag only", args: []string{"--full-sync-period=20m"}, want: 20 * time.Minute},
+		{name: "period in the file only", config: ruleSyncBaseConfig + "ruleSync:\n  fullSyncPeriod: 45m\n", want: 45 * time.Minute},
+		{name: "period flag over a file without splay", config: ruleSyncBaseConfig + "ruleSync:\n  fullSyncPeriod: 45m\n", args: []string{"--full-sync-period=10m"}, want: 10 * time.Minute},
+		{name: "periodic full syncs disabled", args: []string{"--full-sync-period=0"}, want: 0},
+		{name: "explicit 0 flag", args: []string{"--sync-splay=0"}, want: 0},
+		{name: "explicit 0 in the file", config: ruleSyncBaseConfig + "ruleSync:\n  syncSplay: 0s\n", want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := completeWith(t, tc.config, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ruleSyncConfig(o.config, "n").Schedule.Splay; got != tc.want {
+				t.Errorf("schedule splay = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -96,7 +126,7 @@ func TestRuleSyncConfigFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		rs := o.config.RuleSync
-		if rs.FullSyncPeriod.Duration != 30*time.Minute || rs.FullSyncJitter != 0.25 || rs.SyncSplay.Duration != 30*time.Minute {
+		if rs.FullSyncPeriod.Duration != 30*time.Minute || rs.FullSyncJitter != 0.25 || rs.SyncSplay == nil || rs.SyncSplay.Duration != 30*time.Minute {
 			t.Errorf("got %+v, want the file's values", rs)
 		}
 	})
@@ -106,7 +136,7 @@ func TestRuleSyncConfigFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		rs := o.config.RuleSync
-		if rs.FullSyncPeriod.Duration != 2*time.Hour || rs.SyncSplay.Duration != time.Hour {
+		if rs.FullSyncPeriod.Duration != 2*time.Hour || rs.SyncSplay == nil || rs.SyncSplay.Duration != time.Hour {
 			t.Errorf("got %+v, want period and splay from the flags", rs)
 		}
 		if rs.FullSyncJitter != 0.25 || rs.SyncWorkers != 4 {

@@ -63,7 +63,7 @@ var NFTablesTransactionsPerSync = metrics.NewHistogramVec(
 var NFTablesLongestTransactionSeconds = metrics.NewHistogramVec(
 	&metrics.HistogramOpts{
 		Subsystem:      kubeProxySubsystem,
-		Name:           "sync_proxy_rules_nftables_longest_transaction_seconds",
+		Name:           "sync_proxy_rules_nftables_longest_transaction_duration_seconds",
 		Help:           "Per sync, the longest time one nftables transaction took (the kernel holds the netns commit lock for about that long).",
 		Buckets:        metrics.ExponentialBuckets(0.001, 2, 18),
 		StabilityLevel: metrics.ALPHA,
@@ -117,7 +117,7 @@ var NFTablesAffinityCapacity = metrics.NewGaugeVec(
 var SyncFullProxyRulesChainsCheckedTotal = metrics.NewCounterVec(
 	&metrics.CounterOpts{
 		Subsystem:      kubeProxySubsystem,
-		Name:           "sync_full_proxy_rules_chains_checked_total",
+		Name:           "sync_full_proxy_rules_nftables_chains_checked_total",
 		Help:           "Service-port chains that drift-checked periodic full syncs compared with the kernel.",
 		StabilityLevel: metrics.ALPHA,
 	},
@@ -130,19 +130,19 @@ var SyncFullProxyRulesChainsCheckedTotal = metrics.NewCounterVec(
 var SyncFullProxyRulesChainsRewrittenTotal = metrics.NewCounterVec(
 	&metrics.CounterOpts{
 		Subsystem:      kubeProxySubsystem,
-		Name:           "sync_full_proxy_rules_chains_rewritten_total",
+		Name:           "sync_full_proxy_rules_nftables_chains_rewritten_total",
 		Help:           "Checked service-port chains that periodic full syncs re-wrote because they had drifted.",
 		StabilityLevel: metrics.ALPHA,
 	},
 	[]string{"ip_family"},
 )
 
-// SyncProxyRulesGeneratedServicePorts is, per sync, the number of service ports whose rules
+// SyncProxyRulesGeneratedServicePorts is, per nftables sync, the number of service ports whose rules
 // the sync generated: all of them in a full sync, the changed ones in a partial sync.
 var SyncProxyRulesGeneratedServicePorts = metrics.NewHistogramVec(
 	&metrics.HistogramOpts{
 		Subsystem:      kubeProxySubsystem,
-		Name:           "sync_proxy_rules_generated_service_ports",
+		Name:           "sync_proxy_rules_nftables_generated_service_ports",
 		Help:           "Per sync, the number of service ports whose rules the sync generated (all in a full sync, the changed ones in a partial sync).",
 		Buckets:        metrics.ExponentialBuckets(1, 4, 10),
 		StabilityLevel: metrics.ALPHA,
@@ -156,7 +156,7 @@ var SyncProxyRulesGeneratedServicePorts = metrics.NewHistogramVec(
 var SyncProxyRulesGenerationSeconds = metrics.NewHistogramVec(
 	&metrics.HistogramOpts{
 		Subsystem:      kubeProxySubsystem,
-		Name:           "sync_proxy_rules_generation_duration_seconds",
+		Name:           "sync_proxy_rules_nftables_generation_duration_seconds",
 		Help:           "Per sync, how long generating the service ports' rules and merging them into the sync's transactions took.",
 		Buckets:        metrics.ExponentialBuckets(0.0001, 2, 18),
 		StabilityLevel: metrics.ALPHA,
@@ -173,12 +173,66 @@ var SyncProxyRulesGenerationSeconds = metrics.NewHistogramVec(
 var SyncFullProxyRulesDriftReadSeconds = metrics.NewHistogramVec(
 	&metrics.HistogramOpts{
 		Subsystem:      kubeProxySubsystem,
-		Name:           "sync_full_proxy_rules_drift_read_duration_seconds",
+		Name:           "sync_full_proxy_rules_nftables_drift_read_duration_seconds",
 		Help:           "Per full sync, how long the drift check took to read the table from the kernel, by source (generation check only, netlink dump, or nft's text listing).",
 		Buckets:        metrics.ExponentialBuckets(0.001, 2, 18),
 		StabilityLevel: metrics.ALPHA,
 	},
 	[]string{"ip_family", "source"},
+)
+
+// SyncFullProxyRulesExtendedDuration is the duration of each full sync, like upstream's
+// sync_full_proxy_rules_duration_seconds, whose top bucket (16.4 s) cannot tell a sync of a
+// minute from one of twenty; these buckets reach 30 minutes.
+var SyncFullProxyRulesExtendedDuration = metrics.NewHistogramVec(
+	&metrics.HistogramOpts{
+		Subsystem:      kubeProxySubsystem,
+		Name:           "sync_full_proxy_rules_extended_duration_seconds",
+		Help:           "The duration of each full sync of proxy rules, in seconds, in buckets from 10 ms to 30 minutes.",
+		Buckets:        []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1200, 1800},
+		StabilityLevel: metrics.ALPHA,
+	},
+	[]string{"ip_family"},
+)
+
+// oldNamesRemovedIn is the Kubernetes minor version from which the metrics' names before
+// they said "nftables" and "_duration_seconds" are no longer served: the v1.36 line serves
+// them beside the new names, the v1.37 line hides them (component-base hides an ALPHA metric
+// from its DeprecatedVersion on, unless --show-hidden-metrics-for-version asks for it).
+const oldNamesRemovedIn = "1.37.0"
+
+// renamedHistogram returns a histogram with the buckets and labels of current under the old
+// name oldName, to be observed beside current for one release.
+func renamedHistogram(current *metrics.HistogramVec, oldName string, labels ...string) *metrics.HistogramVec {
+	return metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem:         kubeProxySubsystem,
+		Name:              oldName,
+		Help:              "Deprecated: the old name of " + kubeProxySubsystem + "_" + current.HistogramOpts.Name + ", served until v1.37.",
+		Buckets:           current.HistogramOpts.Buckets,
+		StabilityLevel:    metrics.ALPHA,
+		DeprecatedVersion: oldNamesRemovedIn,
+	}, labels)
+}
+
+// renamedCounter is renamedHistogram for a counter.
+func renamedCounter(current *metrics.CounterVec, oldName string, labels ...string) *metrics.CounterVec {
+	return metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:         kubeProxySubsystem,
+		Name:              oldName,
+		Help:              "Deprecated: the old name of " + kubeProxySubsystem + "_" + current.CounterOpts.Name + ", served until v1.37.",
+		StabilityLevel:    metrics.ALPHA,
+		DeprecatedVersion: oldNamesRemovedIn,
+	}, labels)
+}
+
+// The metrics under their old names, observed beside the renamed ones (see oldNamesRemovedIn).
+var (
+	OldNFTablesLongestTransactionSeconds      = renamedHistogram(NFTablesLongestTransactionSeconds, "sync_proxy_rules_nftables_longest_transaction_seconds", "ip_family")
+	OldSyncFullProxyRulesChainsCheckedTotal   = renamedCounter(SyncFullProxyRulesChainsCheckedTotal, "sync_full_proxy_rules_chains_checked_total", "ip_family")
+	OldSyncFullProxyRulesChainsRewrittenTotal = renamedCounter(SyncFullProxyRulesChainsRewrittenTotal, "sync_full_proxy_rules_chains_rewritten_total", "ip_family")
+	OldSyncProxyRulesGeneratedServicePorts    = renamedHistogram(SyncProxyRulesGeneratedServicePorts, "sync_proxy_rules_generated_service_ports", "ip_family")
+	OldSyncProxyRulesGenerationSeconds        = renamedHistogram(SyncProxyRulesGenerationSeconds, "sync_proxy_rules_generation_duration_seconds", "ip_family")
+	OldSyncFullProxyRulesDriftReadSeconds     = renamedHistogram(SyncFullProxyRulesDriftReadSeconds, "sync_full_proxy_rules_drift_read_duration_seconds", "ip_family", "source")
 )
 
 // registerRuleSyncMetrics registers the metrics of the full-sync schedule and of nftables
@@ -196,4 +250,11 @@ func registerRuleSyncMetrics() {
 	legacyregistry.MustRegister(NFTablesSyncFallbacksTotal)
 	legacyregistry.MustRegister(NFTablesAffinityElements)
 	legacyregistry.MustRegister(NFTablesAffinityCapacity)
+	legacyregistry.MustRegister(SyncFullProxyRulesExtendedDuration)
+	legacyregistry.MustRegister(OldNFTablesLongestTransactionSeconds)
+	legacyregistry.MustRegister(OldSyncFullProxyRulesChainsCheckedTotal)
+	legacyregistry.MustRegister(OldSyncFullProxyRulesChainsRewrittenTotal)
+	legacyregistry.MustRegister(OldSyncProxyRulesGeneratedServicePorts)
+	legacyregistry.MustRegister(OldSyncProxyRulesGenerationSeconds)
+	legacyregistry.MustRegister(OldSyncFullProxyRulesDriftReadSeconds)
 }

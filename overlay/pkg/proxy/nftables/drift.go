@@ -301,7 +301,9 @@ func (proxier *Proxier) listKernel(ctx context.Context) (*kernelListing, error) 
 
 // observeDriftRead records how long a drift check's read from source took, since start.
 func (proxier *Proxier) observeDriftRead(source string, start time.Time) {
-	metrics.SyncFullProxyRulesDriftReadSeconds.WithLabelValues(string(proxier.ipFamily), source).Observe(time.Since(start).Seconds())
+	took := time.Since(start).Seconds()
+	metrics.SyncFullProxyRulesDriftReadSeconds.WithLabelValues(string(proxier.ipFamily), source).Observe(took)
+	metrics.OldSyncFullProxyRulesDriftReadSeconds.WithLabelValues(string(proxier.ipFamily), source).Observe(took)
 }
 
 // linkTable names the proxier's table in its kernel link's memory.

@@ -348,8 +348,11 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	began := time.Now()
 	family := string(proxier.ipFamily)
 	defer func() {
+		took := time.Since(began).Seconds()
 		metrics.SyncProxyRulesGeneratedServicePorts.WithLabelValues(family).Observe(float64(len(st.ports)))
-		metrics.SyncProxyRulesGenerationSeconds.WithLabelValues(family).Observe(time.Since(began).Seconds())
+		metrics.SyncProxyRulesGenerationSeconds.WithLabelValues(family).Observe(took)
+		metrics.OldSyncProxyRulesGeneratedServicePorts.WithLabelValues(family).Observe(float64(len(st.ports)))
+		metrics.OldSyncProxyRulesGenerationSeconds.WithLabelValues(family).Observe(took)
 	}()
 	st.results = make([]*servicePortRecorder, len(st.ports))
 	st.objects = make([]*portObjects, len(st.ports))
@@ -427,6 +430,8 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	if checked > 0 {
 		metrics.SyncFullProxyRulesChainsCheckedTotal.WithLabelValues(family).Add(float64(checked))
 		metrics.SyncFullProxyRulesChainsRewrittenTotal.WithLabelValues(family).Add(float64(rewritten))
+		metrics.OldSyncFullProxyRulesChainsCheckedTotal.WithLabelValues(family).Add(float64(checked))
+		metrics.OldSyncFullProxyRulesChainsRewrittenTotal.WithLabelValues(family).Add(float64(rewritten))
 	}
 	return tx
 }

@@ -524,7 +524,21 @@ func TestPartialSyncGeneratesOnlyChangedServicePorts(t *testing.T) {
 		t.Fatalf("partial sync generated %v service ports, want the %d of the changed Service", s2-s1, len(updated.Spec.Ports))
 	}
 	p.syncProxyRules()
-	if n3, s3 := generated(); n3 != n2+1 || s3 != s2 {
+	n3, s3 := generated()
+	if n3 != n2+1 || s3 != s2 {
 		t.Fatalf("a sync without changes generated %v service ports, want 0", s3-s2)
+	}
+	// The metric's old name (served until v1.37) gets the same observations.
+	oldLabelled := metrics.OldSyncProxyRulesGeneratedServicePorts.WithLabelValues(string(v1.IPv4Protocol))
+	oldN, err := testutil.GetHistogramMetricCount(oldLabelled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldSum, err := testutil.GetHistogramMetricValue(oldLabelled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oldN != n3 || oldSum != s3 {
+		t.Errorf("old name: %d observations summing to %v, want the new name's %d and %v", oldN, oldSum, n3, s3)
 	}
 }

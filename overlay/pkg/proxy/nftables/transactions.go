@@ -202,6 +202,7 @@ func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knf
 	defer func() {
 		metrics.NFTablesTransactionsPerSync.WithLabelValues(s.ipFamily).Observe(float64(len(all)))
 		metrics.NFTablesLongestTransactionSeconds.WithLabelValues(s.ipFamily).Observe(longest.Seconds())
+		metrics.OldNFTablesLongestTransactionSeconds.WithLabelValues(s.ipFamily).Observe(longest.Seconds())
 	}()
 	for i, tx := range all {
 		if firstFailed != nil && i >= s.cleanupFrom {

@@ -17,6 +17,8 @@ limitations under the License.
 package config
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -30,8 +32,9 @@ type KubeProxyRuleSyncConfiguration struct {
 	// full sync moves randomly around its slot (half of it to each side).
 	FullSyncJitter float64
 	// SyncSplay is the largest per-node offset of the full-sync schedule, derived from the
-	// node name; at most FullSyncPeriod.
-	SyncSplay metav1.Duration
+	// node name; at most FullSyncPeriod. nil means equal to FullSyncPeriod (see
+	// EffectiveSyncSplay); 0 puts every node on the same slot.
+	SyncSplay *metav1.Duration
 	// NFTablesRuleShapes is RuleShapesSetFree or RuleShapesUpstream; empty means
 	// RuleShapesSetFree.
 	NFTablesRuleShapes string
@@ -44,6 +47,25 @@ type KubeProxyRuleSyncConfiguration struct {
 	// SyncWorkers is the number of workers that generate the nftables proxier's rules in
 	// parallel; 0 means GOMAXPROCS, 1 means serial generation.
 	SyncWorkers int32
+}
+
+// EffectiveSyncSplay returns the splay that the full-sync schedule uses: SyncSplay when it is
+// set, otherwise FullSyncPeriod, so that an unset splay gives every node its own slot in the
+// period, whatever the period.
+func (c *KubeProxyRuleSyncConfiguration) EffectiveSyncSplay() time.Duration {
+	if c.SyncSplay != nil {
+		return c.SyncSplay.Duration
+	}
+	return c.FullSyncPeriod.Duration
+}
+
+// DeepCopyInto copies the receiver into out, with its own copy of SyncSplay. in must be
+// non-nil.
+func (in *KubeProxyRuleSyncConfiguration) DeepCopyInto(out *KubeProxyRuleSyncConfiguration) {
+	*out = *in
+	if in.SyncSplay != nil {
+		out.SyncSplay = &metav1.Duration{Duration: in.SyncSplay.Duration}
+	}
 }
 
 const (

@@ -28,7 +28,7 @@ import (
 // sets the field and the allowed range, because most operators meet these options as flags.
 func validateRuleSync(c kubeproxyconfig.KubeProxyRuleSyncConfiguration, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
-	period, splay := c.FullSyncPeriod.Duration, c.SyncSplay.Duration
+	period, splay := c.FullSyncPeriod.Duration, c.EffectiveSyncSplay()
 	if period < 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("fullSyncPeriod"), c.FullSyncPeriod.Duration.String(),
 			"--full-sync-period must be 0 (no periodic full syncs) or greater"))
@@ -38,11 +38,13 @@ func validateRuleSync(c kubeproxyconfig.KubeProxyRuleSyncConfiguration, fldPath 
 			"--full-sync-jitter must be in the range [0, 1)"))
 	}
 	switch {
+	case c.SyncSplay == nil:
+		// Unset: equal to the period, valid for every valid period.
 	case splay < 0:
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("syncSplay"), c.SyncSplay.Duration.String(),
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("syncSplay"), splay.String(),
 			"--sync-splay must be in the range [0, --full-sync-period]"))
 	case period >= 0 && splay > period:
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("syncSplay"), c.SyncSplay.Duration.String(),
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("syncSplay"), splay.String(),
 			fmt.Sprintf("--sync-splay must be in the range [0, --full-sync-period] = [0, %v]", period)))
 	}
 	if c.MaxSyncTransactionSize < 0 {

@@ -29,14 +29,18 @@ import (
 
 func TestValidateRuleSync(t *testing.T) {
 	d := func(x time.Duration) metav1.Duration { return metav1.Duration{Duration: x} }
+	sp := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
 	for _, tc := range []struct {
 		name  string
 		cfg   kubeproxyconfig.KubeProxyRuleSyncConfiguration
 		wants []string // substrings of the errors, in order; none for a valid config
 	}{
-		{name: "defaults", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), FullSyncJitter: 0.5, NFTablesRuleShapes: "SetFree"}},
+		{name: "defaults", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), NFTablesRuleShapes: "SetFree"}},
+		{name: "jitter with splay 0", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), FullSyncJitter: 0.5, SyncSplay: sp(0), NFTablesRuleShapes: "SetFree"}},
+		{name: "unset splay with a short period", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Minute), NFTablesRuleShapes: "SetFree"}},
+		{name: "explicit zero splay", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), SyncSplay: sp(0), NFTablesRuleShapes: "SetFree"}},
 		{name: "disabled, upstream shapes", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{NFTablesRuleShapes: "Upstream"}},
-		{name: "splay equal to period", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), SyncSplay: d(time.Hour), FullSyncJitter: 0.99, NFTablesRuleShapes: "SetFree"}},
+		{name: "splay equal to period", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), SyncSplay: sp(time.Hour), FullSyncJitter: 0.99, NFTablesRuleShapes: "SetFree"}},
 		{name: "unknown rule shapes", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), NFTablesRuleShapes: "setfree"},
 			wants: []string{`ruleSync.nftablesRuleShapes: Unsupported value: "setfree": supported values: "SetFree", "Upstream"`}},
 		{name: "negative period", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(-time.Second), NFTablesRuleShapes: "SetFree"},
@@ -47,13 +51,13 @@ func TestValidateRuleSync(t *testing.T) {
 			wants: []string{"--full-sync-jitter must be in the range [0, 1)"}},
 		{name: "NaN jitter", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), FullSyncJitter: math.NaN(), NFTablesRuleShapes: "SetFree"},
 			wants: []string{"--full-sync-jitter must be in the range [0, 1)"}},
-		{name: "splay above period", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), SyncSplay: d(2 * time.Hour), NFTablesRuleShapes: "SetFree"},
+		{name: "splay above period", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), SyncSplay: sp(2 * time.Hour), NFTablesRuleShapes: "SetFree"},
 			wants: []string{"ruleSync.syncSplay: Invalid value: \"2h0m0s\": --sync-splay must be in the range [0, --full-sync-period] = [0, 1h0m0s]"}},
-		{name: "splay with periodic syncs disabled", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{SyncSplay: d(time.Minute), NFTablesRuleShapes: "SetFree"},
+		{name: "splay with periodic syncs disabled", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{SyncSplay: sp(time.Minute), NFTablesRuleShapes: "SetFree"},
 			wants: []string{"--sync-splay must be in the range [0, --full-sync-period] = [0, 0s]"}},
-		{name: "negative splay", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), SyncSplay: d(-time.Minute), NFTablesRuleShapes: "SetFree"},
+		{name: "negative splay", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), SyncSplay: sp(-time.Minute), NFTablesRuleShapes: "SetFree"},
 			wants: []string{"--sync-splay must be in the range [0, --full-sync-period]"}},
-		{name: "everything wrong", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(-time.Hour), FullSyncJitter: 2, SyncSplay: d(-time.Hour), NFTablesRuleShapes: "SetFree"},
+		{name: "everything wrong", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(-time.Hour), FullSyncJitter: 2, SyncSplay: sp(-time.Hour), NFTablesRuleShapes: "SetFree"},
 			wants: []string{"--full-sync-period", "--full-sync-jitter", "--sync-splay"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,15 +34,19 @@ type KubeProxyRuleSyncConfiguration struct {
 	FullSyncPeriod *metav1.Duration `json:"fullSyncPeriod,omitempty"`
 	// fullSyncJitter moves each periodic full sync away from its slot by a uniform random
 	// amount in [-jitter*fullSyncPeriod/2, +jitter*fullSyncPeriod/2]. It is a fraction in
-	// [0, 1). Defaults to 0.5.
+	// [0, 1); 0 keeps every full sync on its slot. Defaults to 0: with the default syncSplay
+	// every node has its own slot already. Set it (e.g. 0.5) with syncSplay 0.
 	// +optional
 	FullSyncJitter *float64 `json:"fullSyncJitter,omitempty"`
-	// syncSplay is the largest offset of this node's full-sync schedule. The offset is
-	// derived from the node name with a stable hash and lies in [0, syncSplay), so nodes
-	// keep their slots across restarts and spread evenly over the period. Must not exceed
-	// fullSyncPeriod. Defaults to 0.
+	// syncSplay is the largest offset of this node's full-sync schedule (a duration, e.g.
+	// '1h'). The offset is derived from the node name with a stable hash and lies in
+	// [0, syncSplay), so nodes keep their slots across restarts and spread evenly over
+	// [0, syncSplay). Must be in [0, fullSyncPeriod]. When unset it is equal to
+	// fullSyncPeriod, whatever that is set to, so every node gets its own slot in the
+	// period. 0 puts every node on the same wall-clock slot, spread only by
+	// fullSyncJitter.
 	// +optional
-	SyncSplay metav1.Duration `json:"syncSplay,omitempty"`
+	SyncSplay *metav1.Duration `json:"syncSplay,omitempty"`
 	// nftablesRuleShapes selects how the nftables proxier writes its load-balancing rules:
 	// "SetFree" (also when empty, the default) writes one rule per endpoint, each picking with the right
 	// conditional probability, and keeps all session affinity in one set, so no rule creates
@@ -59,7 +63,7 @@ type KubeProxyRuleSyncConfiguration struct {
 	// fullSyncRewriteAll makes the nftables proxier's periodic full syncs re-write every
 	// chain, as upstream does. By default they compare the kernel's chains with what
 	// kube-proxy wrote (a read, which takes no commit lock) and re-write only the service
-	// ports that drifted.
+	// ports that drifted. Defaults to false.
 	// +optional
 	FullSyncRewriteAll bool `json:"fullSyncRewriteAll,omitempty"`
 	// syncWorkers is the number of workers that generate the nftables proxier's rules for
@@ -79,6 +83,9 @@ func (in *KubeProxyRuleSyncConfiguration) DeepCopyInto(out *KubeProxyRuleSyncCon
 	if in.FullSyncJitter != nil {
 		j := *in.FullSyncJitter
 		out.FullSyncJitter = &j
+	}
+	if in.SyncSplay != nil {
+		out.SyncSplay = &metav1.Duration{Duration: in.SyncSplay.Duration}
 	}
 	if in.MaxSyncTransactionSize != nil {
 		n := *in.MaxSyncTransactionSize
