@@ -40,8 +40,8 @@ var ruleSyncFlags = []string{"full-sync-period", "full-sync-jitter", "sync-splay
 // states the flag's unit, its default and what 0 means.
 func (o *Options) addRuleSyncFlags(fs *pflag.FlagSet) {
 	rs := &o.config.RuleSync
-	fs.DurationVar(&rs.FullSyncPeriod.Duration, "full-sync-period", rs.FullSyncPeriod.Duration,
-		"How often the proxier re-writes all of its rules, rather than only the changed ones: a duration (e.g. '30m', '1h'). 0 disables periodic full syncs; they still happen at start-up and after a failed sync. Periodic full syncs are anchored to the wall clock, not to process start. Applies to iptables and nftables mode.")
+	fs.Var(&setDuration{d: &rs.FullSyncPeriod.Duration, set: &rs.FullSyncPeriodSet}, "full-sync-period",
+		"How often the proxier re-writes all of its rules, rather than only the changed ones: a duration (e.g. '30m', '1h'). Default 1h, upstream's. 0 disables periodic full syncs; they still happen at start-up and after a failed sync. Periodic full syncs are anchored to the wall clock, not to process start. Applies to iptables and nftables mode; in iptables mode with more than 1,000 endpoints, where upstream skips periodic full syncs, they run only when this (or ruleSync.fullSyncPeriod) is set.")
 	fs.Float64Var(&rs.FullSyncJitter, "full-sync-jitter", rs.FullSyncJitter,
 		"Moves each periodic full sync away from its slot by a uniform random amount of up to half this fraction of --full-sync-period, to either side. A fraction in [0, 1). 0, the default, keeps every full sync on its slot, which with the default --sync-splay is the node's own; set it (e.g. 0.5) with --sync-splay=0.")
 	fs.Var(&optionalDuration{p: &rs.SyncSplay}, "sync-splay",
@@ -55,6 +55,31 @@ func (o *Options) addRuleSyncFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(&rs.SyncWorkers, "sync-workers", rs.SyncWorkers,
 		"The number of workers (goroutines) that generate the nftables proxier's rules for each Service port in parallel. 0, the default, means one per CPU the process may use (GOMAXPROCS); 1 generates them serially. The rules do not depend on it.")
 }
+
+// setDuration is a pflag.Value for a duration with a default, that records in *set that the
+// flag was given.
+type setDuration struct {
+	d   *time.Duration
+	set *bool
+}
+
+func (s *setDuration) String() string {
+	if s.d == nil {
+		return ""
+	}
+	return s.d.String()
+}
+
+func (s *setDuration) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return err
+	}
+	*s.d, *s.set = d, true
+	return nil
+}
+
+func (s *setDuration) Type() string { return "duration" }
 
 // optionalDuration is a pflag.Value for a duration that may be unset: it stays nil until the
 // flag is given, and then holds the parsed duration (which may be 0).
@@ -97,7 +122,7 @@ func (o *Options) applyRuleSyncFlags(fs *pflag.FlagSet, loaded *kubeproxyconfig.
 		}
 		switch name {
 		case "full-sync-period":
-			to.FullSyncPeriod = from.FullSyncPeriod
+			to.FullSyncPeriod, to.FullSyncPeriodSet = from.FullSyncPeriod, true
 		case "full-sync-jitter":
 			to.FullSyncJitter = from.FullSyncJitter
 		case "sync-splay":
@@ -114,12 +139,14 @@ func (o *Options) applyRuleSyncFlags(fs *pflag.FlagSet, loaded *kubeproxyconfig.
 	}
 }
 
-// checkRuleSyncStrict decodes the ruleSync section of a serialized KubeProxyConfiguration
+// readRuleSyncSection decodes the ruleSync section of a serialized KubeProxyConfiguration
 // strictly, and returns an error naming the problem when it holds an unknown or misspelled
 // field or a value of the wrong type. Upstream falls back to lenient decoding for the rest of the
 // file, which would silently ignore a typo such as "fullSyncPeriode"; this section is new, so no
-// older file depends on leniency there. A file without the section is accepted.
-func checkRuleSyncStrict(data []byte) error {
+// older file depends on leniency there. A file without the section is accepted. It also notes
+// in into, the configuration decoded from data, whether the file sets fullSyncPeriod (the
+// versioned API's defaulting hides that).
+func readRuleSyncSection(data []byte, into *kubeproxyconfig.KubeProxyConfiguration) error {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		return fmt.Errorf("failed to decode: %w", err)
@@ -138,6 +165,7 @@ func checkRuleSyncStrict(data []byte) error {
 	if err := dec.Decode(&rs); err != nil {
 		return fmt.Errorf("invalid ruleSync section in the configuration file: %w", err)
 	}
+	into.RuleSync.FullSyncPeriodSet = rs.FullSyncPeriod != nil
 	return nil
 }
 
@@ -146,10 +174,11 @@ func checkRuleSyncStrict(data []byte) error {
 func ruleSyncConfig(c *kubeproxyconfig.KubeProxyConfiguration, nodeName string) rulesync.Options {
 	return rulesync.Options{
 		Schedule: fullsync.Config{
-			Period:   c.RuleSync.FullSyncPeriod.Duration,
-			Jitter:   c.RuleSync.FullSyncJitter,
-			Splay:    c.RuleSync.EffectiveSyncSplay(),
-			NodeName: nodeName,
+			Period:    c.RuleSync.FullSyncPeriod.Duration,
+			Jitter:    c.RuleSync.FullSyncJitter,
+			Splay:     c.RuleSync.EffectiveSyncSplay(),
+			NodeName:  nodeName,
+			PeriodSet: c.RuleSync.FullSyncPeriodSet,
 		},
 		UpstreamRuleShapes: c.RuleSync.NFTablesRuleShapes == kubeproxyconfig.RuleShapesUpstream,
 		MaxTransactionSize: int(c.RuleSync.MaxSyncTransactionSize),

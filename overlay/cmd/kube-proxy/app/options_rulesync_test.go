@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
 )
 
 const ruleSyncBaseConfig = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
@@ -188,14 +190,44 @@ func TestRuleSyncRejectsBadInput(t *testing.T) {
 	}
 }
 
-func TestCheckRuleSyncStrictAcceptsJSONAndMissingSection(t *testing.T) {
+func TestReadRuleSyncSectionAcceptsJSONAndMissingSection(t *testing.T) {
 	for _, data := range []string{
 		`{"apiVersion":"kubeproxy.config.k8s.io/v1alpha1","kind":"KubeProxyConfiguration"}`,
 		`{"kind":"KubeProxyConfiguration","ruleSync":{"fullSyncPeriod":"1h","syncSplay":"1h"}}`,
 		ruleSyncBaseConfig + "ruleSync: null\n",
 	} {
-		if err := checkRuleSyncStrict([]byte(data)); err != nil {
-			t.Errorf("checkRuleSyncStrict(%s) = %v, want nil", data, err)
+		if err := readRuleSyncSection([]byte(data), &kubeproxyconfig.KubeProxyConfiguration{}); err != nil {
+			t.Errorf("readRuleSyncSection(%s) = %v, want nil", data, err)
 		}
+	}
+}
+
+// TestRuleSyncPeriodSet: whether the user set the full-sync period (which iptables mode's
+// large-cluster mode follows instead of skipping periodic full syncs) comes from the flag or
+// from the file's ruleSync section; a default period, even one written out by defaulting, is
+// not set. An explicit value equal to the default is.
+func TestRuleSyncPeriodSet(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string
+		args         []string
+		want         bool
+	}{
+		{name: "flags only, none given"},
+		{name: "flag", args: []string{"--full-sync-period=20m"}, want: true},
+		{name: "flag at the default value", args: []string{"--full-sync-period=1h"}, want: true},
+		{name: "file without the section", config: ruleSyncBaseConfig},
+		{name: "file with the section, without the period", config: ruleSyncBaseConfig + "ruleSync:\n  syncWorkers: 2\n"},
+		{name: "file with the period", config: ruleSyncBaseConfig + "ruleSync:\n  fullSyncPeriod: 2h\n", want: true},
+		{name: "file without it, flag with it", config: ruleSyncBaseConfig, args: []string{"--full-sync-period=20m"}, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := completeWith(t, tc.config, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ruleSyncConfig(o.config, "n").Schedule.PeriodSet; got != tc.want {
+				t.Errorf("PeriodSet = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

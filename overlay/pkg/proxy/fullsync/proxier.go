@@ -39,9 +39,10 @@ const UpstreamPeriod = time.Hour
 // sync runner's own maximum interval does that). This keeps proxiers that are built by hand,
 // such as upstream's NewFakeProxier, unchanged.
 type ProxierSchedule struct {
-	tracker *Tracker
-	family  v1.IPFamily
-	clock   clock.PassiveClock
+	tracker   *Tracker
+	family    v1.IPFamily
+	clock     clock.PassiveClock
+	periodSet bool
 }
 
 // NewProxierSchedule validates cfg and returns the schedule for the proxier of family. Jitter
@@ -60,8 +61,8 @@ func NewProxierScheduleWithClock(logger klog.Logger, cfg Config, family v1.IPFam
 		return nil, fmt.Errorf("invalid full-sync schedule: %w", err)
 	}
 	t.SetLogger(logger)
-	logger.Info("Full sync schedule", append([]any{"ipFamily", family}, t.KeyValues()...)...)
-	return &ProxierSchedule{tracker: t, family: family, clock: clk}, nil
+	logger.Info("Full sync schedule", append([]any{"ipFamily", family, "periodSet", cfg.PeriodSet}, t.KeyValues()...)...)
+	return &ProxierSchedule{tracker: t, family: family, clock: clk, periodSet: cfg.PeriodSet}, nil
 }
 
 // PeriodicDue reports whether a periodic full sync is due now. lastFullSync is the time of the
@@ -87,6 +88,12 @@ func (p *ProxierSchedule) FullSyncDone() {
 	} else {
 		gauge.Set(float64(next.UnixNano()) / 1e9)
 	}
+}
+
+// PeriodSet reports whether the user set the full-sync period (Config.PeriodSet): false for
+// the nil schedule.
+func (p *ProxierSchedule) PeriodSet() bool {
+	return p != nil && p.periodSet
 }
 
 // FullSyncSkipped records that the proxier skipped a periodic full sync that was due (the

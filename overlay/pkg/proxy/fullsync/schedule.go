@@ -58,6 +58,10 @@ type Config struct {
 	// NodeName is hashed to derive this node's offset. All nodes with the same
 	// name (including the empty name) get the same offset.
 	NodeName string
+	// PeriodSet is set when the user set Period (flag or config file) rather than
+	// leaving upstream's default. The iptables proxier in large-cluster mode, which skips
+	// periodic full syncs as upstream does, then runs them on this schedule.
+	PeriodSet bool
 }
 
 // Validate reports every problem with c, joined into one error, or nil when c

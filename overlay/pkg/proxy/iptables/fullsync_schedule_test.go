@@ -47,15 +47,15 @@ func TestFullSyncFollowsSchedule(t *testing.T) {
 	})
 }
 
-// TestLargeClusterSkipReplans: in large-cluster mode the iptables proxier skips periodic full
-// syncs, as upstream does. A skipped one must be planned anew, or the schedule's trigger would
-// find it due, and wake the sync runner, at every retry interval for ever.
-func TestLargeClusterSkipReplans(t *testing.T) {
+// largeClusterProxier returns a fake iptables proxier in large-cluster mode, after its first
+// sync, on schedule cfg with a fake clock.
+func largeClusterProxier(t *testing.T, cfg fullsync.Config) (*Proxier, *fullsync.ProxierSchedule, *testingclock.FakeClock) {
+	t.Helper()
 	logger, _ := ktesting.NewTestContext(t)
 	fp := NewFakeProxier(iptablestest.NewFake())
 	metrics.RegisterMetrics(kubeproxyconfig.ProxyModeIPTables)
 	clk := testingclock.NewFakeClock(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
-	s, err := fullsync.NewProxierScheduleWithClock(logger, fullsync.Config{Period: time.Hour, Splay: time.Hour, NodeName: "node-a"}, v1.IPv4Protocol, time.Minute, clk, 1)
+	s, err := fullsync.NewProxierScheduleWithClock(logger, cfg, v1.IPv4Protocol, time.Minute, clk, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +79,14 @@ func TestLargeClusterSkipReplans(t *testing.T) {
 	if !fp.largeClusterMode {
 		t.Fatal("the proxier is not in large-cluster mode")
 	}
+	return fp, s, clk
+}
+
+// TestLargeClusterSkipReplans: in large-cluster mode the iptables proxier skips periodic full
+// syncs, as upstream does. A skipped one must be planned anew, or the schedule's trigger would
+// find it due, and wake the sync runner, at every retry interval for ever.
+func TestLargeClusterSkipReplans(t *testing.T) {
+	fp, s, clk := largeClusterProxier(t, fullsync.Config{Period: time.Hour, Splay: time.Hour, NodeName: "node-a"})
 	first := s.NextTime()
 	clk.SetTime(first)
 	if !s.PeriodicDue(fp.lastFullSync) {
@@ -96,5 +104,25 @@ func TestLargeClusterSkipReplans(t *testing.T) {
 	}
 	if next := s.NextTime(); !next.After(first) {
 		t.Errorf("after the skip, next = %v, want after %v", next, first)
+	}
+}
+
+// TestLargeClusterFollowsPeriodTheUserSet: a full-sync period that the user set is followed in
+// large-cluster mode too: each planned periodic full sync runs, and plans the next one.
+func TestLargeClusterFollowsPeriodTheUserSet(t *testing.T) {
+	fp, s, clk := largeClusterProxier(t, fullsync.Config{Period: 20 * time.Minute, Splay: 20 * time.Minute, NodeName: "node-a", PeriodSet: true})
+	for i := 0; i < 3; i++ {
+		planned := s.NextTime()
+		clk.SetTime(planned)
+		last := fp.lastFullSync
+		if err := fp.syncProxyRules(); err != nil {
+			t.Fatal(err)
+		}
+		if fp.lastFullSync.Equal(last) {
+			t.Fatalf("periodic full sync %d (planned %v) did not run in large-cluster mode with a period the user set", i+1, planned)
+		}
+		if next := s.NextTime(); next.Sub(planned) != 20*time.Minute {
+			t.Errorf("after full sync %d, next = %v, want one period (20m) after %v", i+1, next, planned)
+		}
 	}
 }

@@ -28,6 +28,12 @@ import (
 type KubeProxyRuleSyncConfiguration struct {
 	// FullSyncPeriod is the interval between periodic full syncs; 0 disables them.
 	FullSyncPeriod metav1.Duration
+	// FullSyncPeriodSet is set when the user set FullSyncPeriod, with --full-sync-period or
+	// in the configuration file, rather than leaving upstream's default. It has no field in
+	// the versioned API: the options set it from the flag and from the file's ruleSync
+	// section. In iptables mode's large-cluster mode, where upstream skips periodic full
+	// syncs, a period that the user set is followed.
+	FullSyncPeriodSet bool
 	// FullSyncJitter is the fraction of FullSyncPeriod, in [0, 1), by which each periodic
 	// full sync moves randomly around its slot (half of it to each side).
 	FullSyncJitter float64
