@@ -4,6 +4,9 @@
 #                       _output/image/sbom.spdx.json, _output/image/digest
 #   make verify-image   two isolated builds must give the same digest; then the image's own
 #                       kube-proxy programs nftables in a throwaway network namespace
+#   make push IMAGE=registry/repo[:tag]
+#                       push the OCI layout byte for byte; prints the registry's digest and fails
+#                       unless it is the one `make image` printed
 #   make image-lock     re-resolve images/packages.in against Debian's archive and rewrite
 #                       images/packages.lock and images/PACKAGES.md
 #
@@ -24,7 +27,7 @@ FAKEAPISERVER := _output/bin/fakeapiserver
 IMAGE_GO := $(shell find build/image -name '*.go' -not -name '*_test.go' 2>/dev/null | LC_ALL=C sort)
 IMAGE_INPUTS := images/packages.in images/packages.lock images/PACKAGES.md images/iptables-wrapper
 
-.PHONY: image verify-image image-lock
+.PHONY: image verify-image image-lock push
 
 $(KPIMAGE): $(IMAGE_GO) go.mod go.sum
 	CGO_ENABLED=0 go build -trimpath -o $@ ./build/image/cmd/kpimage
@@ -50,3 +53,7 @@ verify-image: image $(FAKEAPISERVER)
 
 image-lock: $(KPIMAGE)
 	build/image/lock.sh $(KPIMAGE) images/packages.in images/packages.lock images/PACKAGES.md $(DEB_CACHE) $(IMAGE_APT_DIR)
+
+push: image
+	@[ -n "$(IMAGE)" ] || { echo "error: make push needs IMAGE=registry/repo[:tag]" >&2; exit 2; }
+	$(KPIMAGE) push -oci $(IMAGE_OUT)/oci -digest-file $(IMAGE_OUT)/digest -image $(IMAGE)

@@ -9,8 +9,11 @@
 //	    print "NAME VERSION ARCH SHA256 DEBFILE" per package (or one header field), for scripts
 //	kpimage build -out _output/image ... (see -h)
 //	    assemble the image; print its digest
-//	kpimage flatten -oci _output/image/oci
+//	kpimage flatten -oci _output/image/oci [-platform linux/arm64]
 //	    write the image's flattened filesystem to standard output as a tar stream
+//	kpimage push -oci _output/image/oci -digest-file _output/image/digest -image REGISTRY/REPO[:TAG]
+//	    push the layout's image byte for byte; print the registry's digest; fail if it is not
+//	    the one in the digest file
 package main
 
 import (
@@ -36,7 +39,7 @@ func die(format string, a ...any) {
 
 func main() {
 	if len(os.Args) < 2 {
-		die("usage: kpimage lock|check-lock|lock-entries|build|flatten [flags]")
+		die("usage: kpimage lock|check-lock|lock-entries|build|flatten|push [flags]")
 	}
 	cmd, args := os.Args[1], os.Args[2:]
 	switch cmd {
@@ -85,6 +88,10 @@ func main() {
 			fmt.Println(l.Arch)
 		default:
 			die("unknown field %q", *field)
+		}
+	case "push":
+		if err := pushCmd(args); err != nil {
+			die("%v", err)
 		}
 	case "build":
 		if err := build(args); err != nil {
