@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -250,4 +251,20 @@ func TestDockerTarballPushChangesTheDigest(t *testing.T) {
 		t.Errorf("the tarball push sent %s, expected a Docker v2 manifest", head.MediaType)
 	}
 	t.Logf("OCI manifest %s; pushed from the docker tarball: %s (%s)", want, head.Digest, head.MediaType)
+}
+
+// TestPushTheBuiltImage pushes the layout that `make image` last wrote, when there is one, and
+// checks the registry's digest against _output/image/digest.
+func TestPushTheBuiltImage(t *testing.T) {
+	out, _ := filepath.Abs("../../../../_output/image")
+	want, err := os.ReadFile(filepath.Join(out, "digest"))
+	if err != nil {
+		t.Skip("no image built (make image writes _output/image)")
+	}
+	host := startRegistry(t)
+	res, err := Push(filepath.Join(out, "oci"), ref(t, host+"/kube-proxy-overlay/kube-proxy:built"), strings.TrimSpace(string(want)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pushed %s", res.Pinned)
 }
