@@ -10,10 +10,13 @@
 #      `kube-proxy --version`, `nft --version` (1.1 or newer), `iptables-nft --version` and
 #      `conntrack --version` under chroot: linux/amd64 natively, linux/arm64 under
 #      qemu-aarch64-static (Debian's qemu-user-static, copied into the scratch copy of the
-#      arm64 filesystem and named explicitly, so no binfmt_misc registration is needed). Then
-#      the arm64 `nft` tries to program a table in a throwaway network namespace; qemu-user
-#      refuses netfilter netlink sockets (it emulates only the route, audit and uevent
-#      protocols), and the script says so when that is the reason it fails.
+#      arm64 filesystem and named explicitly, so no binfmt_misc registration is needed).
+#      qemu-user emulates only the route, audit and uevent netlink protocols and refuses
+#      netfilter's, and the arm64 nft, iptables-nft and conntrack open a netfilter socket
+#      before anything else, so even their --version fails there; for those the script says
+#      so, checks that the image's loader resolves all their libraries, and reads nft's version
+#      from its package. Then the arm64 `nft` tries to program a table in a throwaway network
+#      namespace; the script says why when qemu-user's netlink support is the reason it fails.
 #   3. The iptables wrapper under the image's packages: in an empty network namespace it must
 #      pick the nft backend.
 #   4. kube-proxy works from inside the amd64 image: in a throwaway network namespace, a fake API server
@@ -100,31 +103,50 @@ fi
 echo "reproducible: the same image digest twice"
 
 # 2. Each image's own binaries, under chroot (arm64: under qemu-user).
-nft_at_least_1_1() {
+nft_at_least_1_1() { # nft_at_least_1_1 VERSION: 1.1 or newer ("nftables v1.1.3 (...)" or "1.1.3-1")
 	local v
-	v=$(sed -n 's/^nftables v\([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' <<<"$1")
+	v=$(sed -n 's/^\(nftables v\)\{0,1\}\([0-9][0-9]*\.[0-9][0-9]*\).*/\2/p' <<<"$1")
 	[ -n "$v" ] && [ "$(printf '%s\n' 1.1 "$v" | sort -V | head -1)" = 1.1 ]
 }
-check_tools() { # check_tools PLATFORM RUNNER...: the image's tools, run through RUNNER
-	local platform=$1 got
-	shift
+# check_tools PLATFORM ROOTFS LOADER RUNNER...: the image's tools, run through RUNNER. Under
+# qemu-user (LOADER is then the image's dynamic loader), nft, iptables-nft and conntrack cannot
+# run: each opens a netfilter netlink socket before it reads its arguments, and qemu-user refuses
+# that protocol ("Protocol not supported"). For those, the check is that the loader resolves
+# every shared library the binary needs inside the image, and nft's version is the one its
+# package records.
+check_tools() {
+	local platform=$1 fs=$2 loader=$3 got t want
+	shift 3
 	got=$("$@" /usr/local/bin/kube-proxy --version)
 	echo "$platform: $got"
 	[ "$got" = "Kubernetes $version" ] || die "the $platform image's kube-proxy says \"$got\", its label says $version"
-	got=$("$@" /usr/sbin/nft --version)
-	echo "$platform: $got"
-	nft_at_least_1_1 "$got" || die "the $platform image's nft is older than 1.1: $got"
-	got=$("$@" /usr/sbin/iptables-nft --version)
-	echo "$platform: $got"
-	[[ $got == "iptables v"*"(nf_tables)"* ]] || die "the $platform image's iptables-nft says \"$got\""
-	got=$("$@" /usr/sbin/conntrack --version)
-	echo "$platform: $got"
-	[[ $got == conntrack\ v* ]] || die "the $platform image's conntrack says \"$got\""
+	for t in nft iptables-nft conntrack; do
+		case $t in
+		nft) want="nftables v*" ;;
+		iptables-nft) want="iptables v*(nf_tables)*" ;;
+		conntrack) want="conntrack v*" ;;
+		esac
+		got=$("$@" /usr/sbin/$t --version 2>&1) || true
+		if [[ $got == $want ]]; then
+			echo "$platform: $got"
+			[ $t != nft ] || nft_at_least_1_1 "$got" || die "the $platform image's nft is older than 1.1: $got"
+		elif [ -n "$loader" ] && grep -q "Protocol not supported" <<<"$got"; then
+			echo "$platform: $t --version cannot run under qemu-user: $(head -1 <<<"$got" | tr -d '\n')"
+			got=$("$@" "$loader" --list /usr/sbin/$t 2>&1) || die "the $platform image's loader cannot load $t: $got"
+			! grep -q "not found" <<<"$got" || die "the $platform image lacks libraries of $t: $got"
+			echo "$platform: $t loads: its $(grep -c '=>' <<<"$got") shared libraries resolve inside the image"
+		else
+			die "the $platform image's $t --version says \"$got\""
+		fi
+	done
+	got=$(sed -n 's/^Version: //p' "$fs/var/lib/dpkg/status.d/nftables")
+	nft_at_least_1_1 "$got" || die "the $platform image's nftables package is $got, older than 1.1"
+	echo "$platform: nftables package $got, iptables package $(sed -n 's/^Version: //p' "$fs/var/lib/dpkg/status.d/iptables")"
 }
 mkdir -p "$rootfs"
 "$kpimage" flatten -oci "$out/oci" -platform linux/amd64 | tar -x -p --numeric-owner -C "$rootfs"
 run() { chroot "$rootfs" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
-check_tools linux/amd64 run
+check_tools linux/amd64 "$rootfs" "" run
 
 arm="$work/rootfs-arm64"
 mkdir -p "$arm"
@@ -133,7 +155,7 @@ file_arch=$(od -An -tu2 -j18 -N2 "$arm/usr/local/bin/kube-proxy" | tr -d ' ')
 [ "$file_arch" = 183 ] || die "the arm64 image's kube-proxy is not an aarch64 ELF (e_machine $file_arch)"
 cp "$(command -v qemu-aarch64-static)" "$arm/qemu-aarch64-static"
 runarm() { chroot "$arm" /qemu-aarch64-static -E PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
-check_tools "linux/arm64 (qemu-aarch64-static)" runarm
+check_tools "linux/arm64 (qemu-aarch64-static)" "$arm" /lib/ld-linux-aarch64.so.1 runarm
 
 ip netns add "$ns2"
 if err=$(ip netns exec "$ns2" chroot "$arm" /qemu-aarch64-static /usr/sbin/nft -f - 2>&1 <<-'EOF'
