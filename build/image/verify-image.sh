@@ -178,18 +178,7 @@ else
 fi
 ip netns del "$ns2"
 
-# 3. The iptables wrapper picks nft on a node with no legacy rules.
-ip netns add "$ns2"
-picked=$(ip netns exec "$ns2" chroot "$rootfs" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin /usr/sbin/iptables --version 2>&1 | head -1 || true)
-target=$(readlink "$rootfs/usr/sbin/iptables" || true)
-echo "empty node: the image's iptables wrapper picked $target ($picked)"
-[ "$target" = iptables-nft ] || die "the wrapper should have picked iptables-nft on an empty node"
-ip netns del "$ns2"
-for c in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
-	ln -sfn iptables-wrapper "$rootfs/usr/sbin/$c"
-done
-
-# 4. kube-proxy in nftables mode, in a throwaway network namespace.
+# /proc and /dev in the amd64 filesystem, for steps 3 and 4.
 mount -t proc proc "$rootfs/proc"
 mounts+=("$rootfs/proc")
 mount -t tmpfs -o mode=0755,size=1m tmpfs "$rootfs/dev"
@@ -198,6 +187,19 @@ for d in "null c 1 3" "zero c 1 5" "random c 1 8" "urandom c 1 9"; do
 	set -- $d
 	mknod -m 0666 "$rootfs/dev/$1" "$2" "$3" "$4"
 done
+
+# 3. The iptables wrapper picks nft on a node with no legacy rules (once /dev/null exists).
+ip netns add "$ns2"
+picked=$(ip netns exec "$ns2" chroot "$rootfs" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin /usr/sbin/iptables --version 2>&1 | head -1 || true)
+target=$(readlink "$rootfs/usr/sbin/iptables" || true)
+echo "empty node: the image's iptables wrapper picked $target ($picked)"
+[ "$target" = iptables-nft ] && [[ $picked == *"(nf_tables)"* ]] || die "the wrapper should have picked iptables-nft on an empty node"
+ip netns del "$ns2"
+for c in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+	ln -sfn iptables-wrapper "$rootfs/usr/sbin/$c"
+done
+
+# 4. kube-proxy in nftables mode, in a throwaway network namespace.
 ip netns add "$ns"
 ip -n "$ns" link set lo up
 inns() { ip netns exec "$ns" "$@"; }
