@@ -46,7 +46,7 @@ $(dir $(BIN))linux-%/kube-proxy: $(PATCHED)/.upstream-tag _output/version.$(UPST
 # image-binaries: kube-proxy for every platform of the image (for images/Dockerfile).
 image-binaries: $(IMAGE_BINS)
 
-.PHONY: image verify-image image-lock push image-binaries
+.PHONY: image verify-image image-lock push image-binaries deps-image
 
 $(KPIMAGE): $(IMAGE_GO) go.mod go.sum
 	CGO_ENABLED=0 go build -trimpath -o $@ ./build/image/cmd/kpimage
@@ -68,8 +68,11 @@ endif
 	@for a in $(IMAGE_ARCHES); do echo "  linux/$$a: $$(cat $(IMAGE_OUT)/linux-$$a/digest)"; done
 	@echo "image digest: $$(cat $(IMAGE_OUT)/digest)"
 
-verify-image: image $(FAKEAPISERVER)
+# deps-image installs qemu-user-static (for the arm64 image's tools) when it is missing.
+deps-image:
 	@build/deps.sh image
+
+verify-image: deps-image image $(FAKEAPISERVER)
 	DEB_CACHE=$(DEB_CACHE) build/image/verify-image.sh $(IMAGE_OUT) $(FAKEAPISERVER) $(KPIMAGE)
 
 image-lock: $(KPIMAGE)
