@@ -10,15 +10,20 @@
 # signed index.
 #
 # The mirrors are this machine's own Debian mirrors, as its apt sources name them for SUITE and
-# SUITE-security; DEBIAN_MIRROR and DEBIAN_SECURITY_MIRROR override them (for a host that runs
-# another release, or a local mirror).
+# SUITE-security; when they name none for SUITE (a bookworm host building the trixie image), the
+# mirrors they name for another suite serve (Debian mirrors carry every suite).
+# DEBIAN_MIRROR and DEBIAN_SECURITY_MIRROR override them (a local mirror).
 
 APT_KEYRING=${APT_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
 
-# host_mirror SUITE prints the repository URI that this machine's apt uses for SUITE.
+# host_mirror SUITE prints the repository URI that this machine's apt uses for SUITE, or else
+# the one it uses for any other suite of the same kind (SUITE-security: a security suite).
 host_mirror() {
 	APT_CONFIG=/dev/null apt-get indextargets --format '$(RELEASE) $(REPO_URI)' 2>/dev/null |
-		awk -v s="$1" '$1 == s { print $2; exit }'
+		awk -v s="$1" '
+			$1 == s { print $2; found = 1; exit }
+			!any && (($1 ~ /-security$/) == (s ~ /-security$/)) && $1 !~ /-(updates|backports|proposed-updates)$/ { any = $2 }
+			END { if (!found && any) print any }'
 }
 
 apt_setup() {

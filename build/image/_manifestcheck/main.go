@@ -5,16 +5,25 @@
 //	cd _output/src/v1.36.3/patched && go run /path/to/build/image/_manifestcheck/main.go -dir DIR -out OUT
 //
 // For every YAML document under DIR:
-//   - Kubernetes objects are decoded strictly (unknown or duplicate fields are errors) with
+//   - Kubernetes objects are validated against the tag's OpenAPI schema (-openapi, the tree's
+//     api/openapi-spec/swagger.json), with the structured-merge-diff type checker that the API
+//     server's server-side apply uses (k8s.io/apimachinery/pkg/util/managedfields): unknown
+//     fields and wrongly typed values are errors;
+//   - they are also decoded strictly (unknown or duplicate fields are errors) with
 //     client-go's scheme;
 //   - a DaemonSet is also applied, as a strategic-merge patch, to a kube-proxy DaemonSet like the
-//     ones clusters run, and the result decoded strictly again;
+//     ones clusters run, and the result validated against the schema and decoded strictly again;
 //   - a ConfigMap value that holds a KubeProxyConfiguration is decoded strictly with kube-proxy's
 //     own config scheme (the patched one, which knows the ruleSync section) and validated with
 //     kube-proxy's validation; it is also written to OUT/<file>.<key>.yaml, so that the caller
 //     can load it with the built binaries;
 //   - a kustomization is decoded strictly into the fields it may use, and its patch files must
-//     exist.
+//     exist;
+//   - every container image is pinned by digest: NAME@sha256:HEX itself, or a bare NAME that the
+//     kustomization of its directory pins with "digest: sha256:HEX" (and no newTag). The
+//     manifests hold the placeholder sha256:IMAGE_DIGEST_FROM_make_image where the operator puts
+//     the digest `make image` printed; -digest replaces it, as the operator would, before the
+//     check.
 //
 // DIR/monitoring (Prometheus rules) is skipped: build/check-monitoring.sh checks it.
 //
@@ -23,6 +32,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -33,10 +43,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
 	proxyconfigscheme "k8s.io/kubernetes/pkg/proxy/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/proxy/apis/config/validation"
@@ -100,12 +113,35 @@ spec:
 
 var docSep = regexp.MustCompile(`(?m)^---\s*$`)
 
+// placeholder stands, in the committed manifests, for the digest `make image` prints.
+const placeholder = "sha256:IMAGE_DIGEST_FROM_make_image"
+
+var (
+	digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	pinnedRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._/:-]*@(sha256:[0-9a-f]{64})$`)
+	bareRE   = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._/-]*$`) // no tag, no digest
+)
+
+// imageRef is a container image reference found in a manifest.
+type imageRef struct{ where, dir, ref string }
+
 func main() {
 	dir := flag.String("dir", "images/deploy", "the manifests")
 	out := flag.String("out", "", "where to write the KubeProxyConfigurations found")
+	openapi := flag.String("openapi", "api/openapi-spec/swagger.json", "the tag's OpenAPI v2 document")
+	digest := flag.String("digest", "", "the image digest (sha256:HEX) that replaces "+placeholder)
 	flag.Parse()
+	if *digest != "" && !digestRE.MatchString(*digest) {
+		fmt.Fprintf(os.Stderr, "manifestcheck: -digest %q is not sha256:<64 hex digits>\n", *digest)
+		os.Exit(2)
+	}
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "manifestcheck: -out is required")
+		os.Exit(2)
+	}
+	tc, err := schemaConverter(*openapi)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "manifestcheck: the OpenAPI schema %s: %v\n", *openapi, err)
 		os.Exit(2)
 	}
 	strict := serializer.NewCodecFactory(clientgoscheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
@@ -124,6 +160,8 @@ func main() {
 		return nil
 	})
 	sort.Strings(files)
+	var refs []imageRef
+	pins := map[string]map[string]string{} // directory -> image name -> the kustomization's digest
 	failed := 0
 	fail := func(format string, a ...any) {
 		failed++
@@ -137,6 +175,9 @@ func main() {
 		if err != nil {
 			fail("%s: %v", f, err)
 			continue
+		}
+		if *digest != "" {
+			data = bytes.ReplaceAll(data, []byte(placeholder), []byte(*digest))
 		}
 		rel, _ := filepath.Rel(*dir, f)
 		for i, doc := range docSep.Split(string(data), -1) {
@@ -162,7 +203,21 @@ func main() {
 						}
 					}
 				}
+				for _, im := range k.Images {
+					if pins[filepath.Dir(f)] == nil {
+						pins[filepath.Dir(f)] = map[string]string{}
+					}
+					if im.NewTag != "" {
+						fail("%s: images %s sets newTag %s; pin it by digest only", where, im.Name, im.NewTag)
+						continue
+					}
+					pins[filepath.Dir(f)][im.Name] = im.Digest
+				}
 				fmt.Printf("ok   %s Kustomization (%d patches)\n", where, len(k.Patches))
+				continue
+			}
+			if err := checkSchema(tc, []byte(doc)); err != nil {
+				fail("%s: against the OpenAPI schema: %v", where, err)
 				continue
 			}
 			obj, gvk, err := strict.Decode([]byte(doc), nil, nil)
@@ -187,12 +242,30 @@ func main() {
 					fmt.Printf("ok   %s ConfigMap %s: %s is a valid KubeProxyConfiguration (strict)\n", where, o.Name, key)
 				}
 			case *appsv1.DaemonSet:
-				if err := checkPatch([]byte(doc), strict); err != nil {
+				for _, c := range append(o.Spec.Template.Spec.InitContainers, o.Spec.Template.Spec.Containers...) {
+					refs = append(refs, imageRef{where: where + " container " + c.Name, dir: filepath.Dir(f), ref: c.Image})
+				}
+				if err := checkPatch([]byte(doc), strict, tc); err != nil {
 					fail("%s: DaemonSet %s as a patch: %v", where, o.Name, err)
 					continue
 				}
 			}
-			fmt.Printf("ok   %s %s %s\n", where, gvk.Kind, objName(obj))
+			fmt.Printf("ok   %s %s %s (OpenAPI schema and strict decoding)\n", where, gvk.Kind, objName(obj))
+		}
+	}
+	for _, r := range refs {
+		if m := pinnedRE.FindStringSubmatch(r.ref); m != nil {
+			fmt.Printf("ok   %s: image pinned by digest %s\n", r.where, m[1])
+			continue
+		}
+		d, ok := pins[r.dir][r.ref]
+		switch {
+		case ok && bareRE.MatchString(r.ref) && digestRE.MatchString(d):
+			fmt.Printf("ok   %s: image %s pinned by digest %s in the kustomization\n", r.where, r.ref, d)
+		case ok && bareRE.MatchString(r.ref):
+			fail("%s: the kustomization pins %s by %q, not sha256:<64 hex digits>", r.where, r.ref, d)
+		default:
+			fail("%s: image %q is not pinned by a digest (NAME@sha256:HEX, or a kustomization images entry with digest)", r.where, r.ref)
 		}
 	}
 	if failed > 0 {
@@ -235,7 +308,7 @@ func checkKubeProxyConfig(data []byte) error {
 }
 
 // checkPatch applies a DaemonSet patch to baseDaemonSet and decodes the result strictly.
-func checkPatch(patchYAML []byte, strict runtime.Decoder) error {
+func checkPatch(patchYAML []byte, strict runtime.Decoder, tc managedfields.TypeConverter) error {
 	base, err := yaml.YAMLToJSON([]byte(baseDaemonSet))
 	if err != nil {
 		return err
@@ -247,6 +320,9 @@ func checkPatch(patchYAML []byte, strict runtime.Decoder) error {
 	merged, err := strategicpatch.StrategicMergePatch(base, patch, appsv1.DaemonSet{})
 	if err != nil {
 		return err
+	}
+	if err := checkSchema(tc, merged); err != nil {
+		return fmt.Errorf("the patched DaemonSet, against the OpenAPI schema: %w", err)
 	}
 	obj, _, err := strict.Decode(merged, nil, nil)
 	if err != nil {
@@ -273,4 +349,40 @@ func checkPatch(patchYAML []byte, strict runtime.Decoder) error {
 		return fmt.Errorf("the patch dropped the DaemonSet's volumes")
 	}
 	return nil
+}
+
+// schemaConverter reads an OpenAPI v2 document (api/openapi-spec/swagger.json of the tag) and
+// returns the type checker that the API server's server-side apply builds from it.
+func schemaConverter(path string) (managedfields.TypeConverter, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var sw spec.Swagger
+	if err := json.Unmarshal(b, &sw); err != nil {
+		return nil, err
+	}
+	if len(sw.Definitions) == 0 {
+		return nil, fmt.Errorf("no definitions")
+	}
+	defs := make(map[string]*spec.Schema, len(sw.Definitions))
+	for k := range sw.Definitions {
+		d := sw.Definitions[k]
+		defs[k] = &d
+	}
+	return managedfields.NewTypeConverter(defs, false)
+}
+
+// checkSchema validates one object (YAML or JSON) against the schema of its apiVersion and kind.
+func checkSchema(tc managedfields.TypeConverter, doc []byte) error {
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(j, &u.Object); err != nil {
+		return err
+	}
+	_, err = tc.ObjectToTyped(u)
+	return err
 }

@@ -1,6 +1,8 @@
 package deploytest
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,12 +39,29 @@ func runCheck(t *testing.T, dir string) (string, string, error) {
 		t.Skipf("no patched tree at %s (make tree builds it; make test does)", tree)
 	}
 	out := t.TempDir()
-	// Same flags as build/build.sh, so the build cache of `make build` serves.
-	c := exec.Command("go", "run", "-trimpath", filepath.Join(root, "build/image/_manifestcheck/main.go"), "-dir", dir, "-out", out)
+	openapi := filepath.Join(root, "_output/src", upstreamTag(t, root), "pristine/api/openapi-spec/swagger.json")
+	// Same flags as build/build.sh, so the build cache of `make build` serves (and go run's
+	// cache of the linked checker).
+	c := exec.Command("go", "run", "-trimpath", filepath.Join(root, "build/image/_manifestcheck/main.go"), "-dir", dir, "-out", out,
+		"-openapi", openapi, "-digest", imageDigest(t, root))
 	c.Dir = tree
 	c.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
 	b, err := c.CombinedOutput()
 	return string(b), out, err
+}
+
+// imageDigest is the digest the operator puts in place of the manifests' placeholder: the one
+// `make image` last printed (_output/image/digest) when there is one, else a digest of the same
+// form (the SHA-256 of images/packages.lock) so that the pinning check still runs.
+func imageDigest(t *testing.T, root string) string {
+	if b, err := os.ReadFile(filepath.Join(root, "_output/image/digest")); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	b, err := os.ReadFile(filepath.Join(root, "images/packages.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("sha256:%x", sha256.Sum256(b))
 }
 
 func TestManifestsAgainstTheAPI(t *testing.T) {
@@ -54,7 +73,9 @@ func TestManifestsAgainstTheAPI(t *testing.T) {
 	}
 	for _, want := range []string{"ConfigMap kube-proxy-config: config is a valid KubeProxyConfiguration",
 		"kustomize/daemonset-patch.yaml#0 DaemonSet kube-proxy", "kustomize/kustomization.yaml#0 Kustomization",
-		"eks/daemonset-image-patch.yaml#0 DaemonSet kube-proxy"} {
+		"eks/daemonset-image-patch.yaml#0 DaemonSet kube-proxy (OpenAPI schema and strict decoding)",
+		"eks/daemonset-image-patch.yaml#0 container kube-proxy: image pinned by digest sha256:",
+		"kustomize/daemonset-patch.yaml#0 container kube-proxy: image kube-proxy-overlay/kube-proxy pinned by digest sha256:"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the check did not report %q", want)
 		}
@@ -103,22 +124,40 @@ func TestManifestCheckCatchesMistakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	patch, _ := os.ReadFile(filepath.Join(root, "images/deploy/kustomize/daemonset-patch.yaml"))
+	eks, _ := os.ReadFile(filepath.Join(root, "images/deploy/eks/daemonset-image-patch.yaml"))
 	cases := map[string][]byte{
 		"ds-typo.yaml":       []byte(strings.Replace(string(patch), "updateStrategy:", "updateStrategey:", 1)),
 		"rulesync-typo.yaml": []byte(strings.Replace(string(good), "syncSplay: 1h", "syncSplai: 1h", 1)),
 		"jitter-range.yaml":  []byte(strings.Replace(string(good), "fullSyncJitter: 0\n", "fullSyncJitter: 2\n", 1)),
 		"config-typo.yaml":   []byte(strings.Replace(string(good), "metricsBindAddress:", "metricBindAddress:", 1)),
+		"ds-type.yaml":       []byte(strings.Replace(string(patch), "maxUnavailable: 10%", "maxUnavailable: [10]", 1)),
+		"ds-tag.yaml":        []byte(strings.Replace(string(eks), "@sha256:IMAGE_DIGEST_FROM_make_image", ":v1.36.3", 1)),
+		"ds-short-digest.yaml": []byte(string(eks) +
+			"      - name: sidecar\n        image: busybox@sha256:1234\n"),
 	}
+	// One run over all the broken files (each check reports every file): every file must get a
+	// FAIL line of its own, with the reason where the case names one.
+	dir := t.TempDir()
 	for name, body := range cases {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
-				t.Fatal(err)
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report, _, err := runCheck(t, dir)
+	if err == nil {
+		t.Errorf("broken manifests passed:\n%s", report)
+	}
+	reasons := map[string]string{"ds-type.yaml": "against the OpenAPI schema", "ds-typo.yaml": "against the OpenAPI schema",
+		"ds-tag.yaml": "is not pinned by a digest", "ds-short-digest.yaml": "is not pinned by a digest"}
+	for name := range cases {
+		found := false
+		for _, line := range strings.Split(report, "\n") {
+			if strings.HasPrefix(line, "FAIL "+name+"#") && strings.Contains(line, reasons[name]) {
+				found = true
 			}
-			report, _, err := runCheck(t, dir)
-			if err == nil || !strings.Contains(report, "FAIL") {
-				t.Errorf("a broken manifest passed:\n%s", report)
-			}
-		})
+		}
+		if !found {
+			t.Errorf("%s: no FAIL line saying %q:\n%s", name, reasons[name], report)
+		}
 	}
 }

@@ -77,7 +77,7 @@ func (f *fetcher) publish(name, version, content string) lockfile.Entry {
 }
 
 func (f *fetcher) lock(entries ...lockfile.Entry) {
-	l := &lockfile.Lock{Input: lockfile.SpecDigest(nil), Suite: "bookworm", Arch: "amd64", Entries: entries}
+	l := &lockfile.Lock{Input: lockfile.SpecDigest(nil), Suite: "bookworm", Arches: []string{"amd64"}, Entries: entries}
 	f.lockPath = filepath.Join(f.dir, "packages.lock")
 	if err := os.WriteFile(f.lockPath, l.Format(nil), 0o644); err != nil {
 		f.t.Fatal(err)

@@ -1,16 +1,21 @@
 // Command kpimage builds the kube-proxy container image without a container engine.
 //
-//	kpimage lock -spec images/packages.in -lock images/packages.lock -md images/PACKAGES.md
-//	    resolve the spec's Debian dependency closure with apt-cache (APT_CONFIG as the caller
-//	    set it) and write the lock file and the Markdown package table
+//	kpimage lock -spec images/packages.in -lock images/packages.lock -md images/PACKAGES.md \
+//	        -apt amd64=DIR/amd64/apt.conf -apt arm64=DIR/arm64/apt.conf
+//	    resolve the spec's Debian dependency closure for each architecture with apt-cache (with
+//	    that architecture's apt configuration) and write the lock file and the package table
 //	kpimage check-lock -spec ... -lock ... -md ...
 //	    fail unless the lock was made from the spec and the table matches the lock
 //	kpimage lock-entries -lock images/packages.lock [-field suite|arch]
-//	    print "NAME VERSION ARCH SHA256 DEBFILE" per package (or one header field), for scripts
-//	kpimage build -out _output/image ... (see -h)
-//	    assemble the image; print its digest
-//	kpimage flatten -oci _output/image/oci
+//	    print "NAME VERSION ARCH SHA256 DEBFILE" per package (or one header field; arch prints
+//	    the architectures, space-separated), for scripts
+//	kpimage build -out _output/image -binary amd64=PATH -binary arm64=PATH ... (see -h)
+//	    assemble one image per architecture and their index; print the index digest
+//	kpimage flatten -oci _output/image/oci [-platform linux/arm64]
 //	    write the image's flattened filesystem to standard output as a tar stream
+//	kpimage push -oci _output/image/oci -digest-file _output/image/digest -image REGISTRY/REPO[:TAG]
+//	    push the layout's image byte for byte; print the registry's digest; fail if it is not
+//	    the one in the digest file
 package main
 
 import (
@@ -19,12 +24,14 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
+	"github.com/kube-proxy-overlay/kube-proxy-overlay/build/image/internal/debian"
 	"github.com/kube-proxy-overlay/kube-proxy-overlay/build/image/internal/imagebuild"
 	"github.com/kube-proxy-overlay/kube-proxy-overlay/build/image/internal/lockfile"
 )
@@ -36,7 +43,7 @@ func die(format string, a ...any) {
 
 func main() {
 	if len(os.Args) < 2 {
-		die("usage: kpimage lock|check-lock|lock-entries|build|flatten [flags]")
+		die("usage: kpimage lock|check-lock|lock-entries|build|flatten|push [flags]")
 	}
 	cmd, args := os.Args[1], os.Args[2:]
 	switch cmd {
@@ -45,8 +52,14 @@ func main() {
 		spec := fs.String("spec", "images/packages.in", "the package spec")
 		lock := fs.String("lock", "images/packages.lock", "the lock file to write")
 		md := fs.String("md", "images/PACKAGES.md", "the Markdown table to write")
+		apt := archPaths{}
+		fs.Var(apt, "apt", "ARCH=APT_CONFIG, the apt configuration of ARCH's index (repeat per architecture)")
 		fs.Parse(args)
-		l, err := imagebuild.GenerateLock(*spec, *lock, *md, imagebuild.AptLookup)
+		lookups := map[string]debian.Lookup{}
+		for a, c := range apt {
+			lookups[a] = imagebuild.AptLookup(c)
+		}
+		l, err := imagebuild.GenerateLock(*spec, *lock, *md, lookups)
 		if err != nil {
 			die("%v", err)
 		}
@@ -82,9 +95,13 @@ func main() {
 		case "suite":
 			fmt.Println(l.Suite)
 		case "arch":
-			fmt.Println(l.Arch)
+			fmt.Println(strings.Join(l.Arches, " "))
 		default:
 			die("unknown field %q", *field)
+		}
+	case "push":
+		if err := pushCmd(args); err != nil {
+			die("%v", err)
 		}
 	case "build":
 		if err := build(args); err != nil {
@@ -93,8 +110,9 @@ func main() {
 	case "flatten":
 		fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 		oci := fs.String("oci", "_output/image/oci", "the OCI image layout")
+		platform := fs.String("platform", "linux/amd64", "which image of the index")
 		fs.Parse(args)
-		img, err := onlyImage(*oci)
+		img, err := platformImage(*oci, *platform)
 		if err != nil {
 			die("%v", err)
 		}
@@ -108,13 +126,24 @@ func main() {
 	}
 }
 
-// onlyImage returns the single image of an OCI layout.
-func onlyImage(dir string) (v1.Image, error) {
+// platformImage returns the image for platform ("linux/ARCH") of the OCI layout's index.
+func platformImage(dir, platform string) (v1.Image, error) {
 	p, err := layout.FromPath(dir)
 	if err != nil {
 		return nil, err
 	}
-	idx, err := p.ImageIndex()
+	top, err := p.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	tm, err := top.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	if len(tm.Manifests) != 1 || !tm.Manifests[0].MediaType.IsIndex() {
+		return nil, fmt.Errorf("%s does not name one image index", dir)
+	}
+	idx, err := top.ImageIndex(tm.Manifests[0].Digest)
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +151,34 @@ func onlyImage(dir string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(m.Manifests) != 1 {
-		return nil, fmt.Errorf("%s holds %d manifests, want 1", dir, len(m.Manifests))
+	var have []string
+	for _, d := range m.Manifests {
+		if d.Platform == nil {
+			continue
+		}
+		if d.Platform.String() == platform {
+			return idx.Image(d.Digest)
+		}
+		have = append(have, d.Platform.String())
 	}
-	return idx.Image(m.Manifests[0].Digest)
+	return nil, fmt.Errorf("%s has no %s image (it has %s)", dir, platform, strings.Join(have, ", "))
+}
+
+// archPaths is a repeatable ARCH=PATH flag.
+type archPaths map[string]string
+
+func (a archPaths) String() string { return fmt.Sprint(map[string]string(a)) }
+
+func (a archPaths) Set(v string) error {
+	k, p, ok := strings.Cut(v, "=")
+	if !ok || k == "" || p == "" {
+		return fmt.Errorf("want ARCH=PATH, got %q", v)
+	}
+	if _, dup := a[k]; dup {
+		return fmt.Errorf("%s is given twice", k)
+	}
+	a[k] = p
+	return nil
 }
 
 func build(args []string) error {
@@ -136,7 +189,8 @@ func build(args []string) error {
 	fs.StringVar(&o.PackagesMD, "md", "images/PACKAGES.md", "the package table, which must match the lock")
 	fs.StringVar(&o.DebCache, "debs", "_output/cache/debs", "the directory of fetched .debs")
 	fs.StringVar(&o.Wrapper, "wrapper", "images/iptables-wrapper", "the iptables wrapper script")
-	fs.StringVar(&o.Binary, "binary", "_output/bin/kube-proxy", "the kube-proxy binary")
+	bins := archPaths{}
+	fs.Var(bins, "binary", "ARCH=PATH, the kube-proxy binary built for ARCH (repeat per architecture)")
 	fs.StringVar(&o.License, "license", "", "upstream's LICENSE")
 	fs.StringVar(&o.LicensesDir, "licenses", "", "upstream's LICENSES directory")
 	fs.StringVar(&o.Version, "version", "", "kube-proxy's version")
@@ -145,11 +199,15 @@ func build(args []string) error {
 	fs.StringVar(&o.ImageName, "name", "kube-proxy-overlay/kube-proxy", "the image name in the tarball")
 	fs.StringVar(&o.Tag, "tag", "", "the image tag in the tarball and the OCI layout")
 	fs.StringVar(&o.Base, "base", "", "a base image reference; empty for the self-contained image")
-	fs.StringVar(&o.Arch, "arch", "", "the platform architecture (default: the lock's)")
+	arches := fs.String("arch", "", "the architectures, comma-separated, in index order (default: the lock's)")
 	fs.StringVar(&o.OutDir, "out", "_output/image", "the output directory")
 	fs.StringVar(&o.Scratch, "scratch", "", "a scratch directory (default: a new one under TMPDIR)")
 	epoch := fs.String("epoch", os.Getenv("SOURCE_DATE_EPOCH"), "every timestamp, in Unix seconds")
 	fs.Parse(args)
+	o.Binaries = bins
+	if *arches != "" {
+		o.Arches = strings.Split(*arches, ",")
+	}
 	if o.License == "" || o.LicensesDir == "" || o.Version == "" || o.Upstream == "" || o.Tag == "" {
 		return fmt.Errorf("build needs -license, -licenses, -version, -upstream and -tag")
 	}

@@ -1,6 +1,7 @@
 // Package imagebuild assembles the kube-proxy image with go-containerregistry, without a
-// container engine: a base layer made from the recorded Debian packages (or a base image from a
-// registry), and a kube-proxy layer with the binary, upstream's licenses and the SBOM.
+// container engine: one image per architecture (a base layer made from that architecture's
+// recorded Debian packages, or a base image from a registry, and a kube-proxy layer with the
+// binary, upstream's licenses and the SBOM), gathered in one OCI image index.
 package imagebuild
 
 import (
@@ -47,34 +48,42 @@ var distros = map[string]string{"bullseye": "debian-11", "bookworm": "debian-12"
 
 // Options says what to build and from what.
 type Options struct {
-	SpecPath    string // images/packages.in
-	LockPath    string // images/packages.lock
-	PackagesMD  string // images/PACKAGES.md, which must match the lock
-	DebCache    string // directory of verified .debs
-	Wrapper     string // images/iptables-wrapper
-	Binary      string // the kube-proxy binary
-	License     string // upstream's LICENSE
-	LicensesDir string // upstream's LICENSES/
-	Version     string // kube-proxy's version, e.g. v1.36.3+overlay.2
-	Upstream    string // e.g. v1.36.3
-	Commit      string // this repo's commit, for the revision label (may be empty)
+	SpecPath    string            // images/packages.in
+	LockPath    string            // images/packages.lock
+	PackagesMD  string            // images/PACKAGES.md, which must match the lock
+	DebCache    string            // directory of verified .debs
+	Wrapper     string            // images/iptables-wrapper
+	Binaries    map[string]string // architecture -> the kube-proxy binary built for it
+	License     string            // upstream's LICENSE
+	LicensesDir string            // upstream's LICENSES/
+	Version     string            // kube-proxy's version, e.g. v1.36.3+overlay.2
+	Upstream    string            // e.g. v1.36.3
+	Commit      string            // this repo's commit, for the revision label (may be empty)
 	Epoch       time.Time
-	ImageName   string // e.g. kube-proxy-overlay/kube-proxy
-	Tag         string // e.g. v1.36.3_overlay.2
-	Base        string // a registry reference; empty for the self-contained image
-	Arch        string // the platform, for Base; the lock's otherwise
-	OutDir      string // receives oci/, kube-proxy.tar, sbom.spdx.json, digest
-	Scratch     string // a private scratch directory
+	ImageName   string   // e.g. kube-proxy-overlay/kube-proxy
+	Tag         string   // e.g. v1.36.3_overlay.2
+	Base        string   // a registry reference; empty for the self-contained image
+	Arches      []string // the platforms (linux/ARCH), in index order; default: the lock's
+	OutDir      string   // receives oci/, digest, ref and linux-ARCH/ per platform
+	Scratch     string   // a private scratch directory
 
 	// RemoteOptions are passed to remote.Image for Base (tests point it at a local registry).
 	RemoteOptions []remote.Option
 }
 
-// Result is what Build made.
-type Result struct {
-	Digest string // sha256:HEX of the image manifest
+// Platform is one architecture's image.
+type Platform struct {
+	Arch   string
+	Digest string // sha256:HEX of its image manifest
 	Image  v1.Image
 	SBOM   []byte
+}
+
+// Result is what Build made.
+type Result struct {
+	Digest    string // sha256:HEX of the image index: the image digest
+	Index     v1.ImageIndex
+	Platforms []Platform // in index order
 }
 
 // CheckLock reads the spec, the lock and PACKAGES.md and checks that they agree: the lock was
@@ -99,8 +108,8 @@ func CheckLock(specPath, lockPath, mdPath string) (*lockfile.Spec, *lockfile.Loc
 	if lock.Input != lockfile.SpecDigest(specBytes) {
 		return nil, nil, fmt.Errorf("%s changed since %s was generated: run `make image-lock`", specPath, lockPath)
 	}
-	if lock.Suite != spec.Suite || lock.Arch != spec.Arch {
-		return nil, nil, fmt.Errorf("%s is for %s/%s, %s asks for %s/%s: run `make image-lock`", lockPath, lock.Suite, lock.Arch, specPath, spec.Suite, spec.Arch)
+	if lock.Suite != spec.Suite || strings.Join(lock.Arches, " ") != strings.Join(spec.Arches, " ") {
+		return nil, nil, fmt.Errorf("%s is for %s/%s, %s asks for %s/%s: run `make image-lock`", lockPath, lock.Suite, strings.Join(lock.Arches, ","), specPath, spec.Suite, strings.Join(spec.Arches, ","))
 	}
 	if mdPath != "" {
 		md, err := os.ReadFile(mdPath)
@@ -114,8 +123,8 @@ func CheckLock(specPath, lockPath, mdPath string) (*lockfile.Spec, *lockfile.Loc
 	return spec, lock, nil
 }
 
-// Labels returns the image's labels.
-func Labels(o Options, lock *lockfile.Lock, lockSHA string, baseDigest string) map[string]string {
+// Labels returns the labels of arch's image.
+func Labels(o Options, arch string, lock *lockfile.Lock, lockSHA string, baseDigest string) map[string]string {
 	m := map[string]string{
 		"org.opencontainers.image.title":       "kube-proxy",
 		"org.opencontainers.image.description": fmt.Sprintf("kube-proxy %s with the kube-proxy-overlay patches", o.Upstream),
@@ -135,16 +144,16 @@ func Labels(o Options, lock *lockfile.Lock, lockSHA string, baseDigest string) m
 	}
 	m[LabelPrefix+"debian.suite"] = lock.Suite
 	m[LabelPrefix+"debian.lock"] = "sha256:" + lockSHA
-	for _, e := range lock.Entries {
+	for _, e := range lock.ForArch(arch) {
 		m[DebLabelPrefix+e.Name] = e.Version
 	}
 	return m
 }
 
 // kubeProxyLayer holds the binary, upstream's LICENSE and LICENSES/, and the SBOM.
-func kubeProxyLayer(o Options, sbomJSON []byte) (*layer.Layer, error) {
+func kubeProxyLayer(o Options, binary string, sbomJSON []byte) (*layer.Layer, error) {
 	l := layer.New()
-	if err := l.AddFileFrom(BinaryPath, o.Binary, 0o755); err != nil {
+	if err := l.AddFileFrom(BinaryPath, binary, 0o755); err != nil {
 		return nil, err
 	}
 	if err := l.AddFileFrom("LICENSE", o.License, 0o644); err != nil {
@@ -167,7 +176,8 @@ func blobLayer(b *layer.Blob, mt types.MediaType) (v1.Layer, error) {
 	}, tarball.WithMediaType(mt))
 }
 
-// Build makes the image and writes it to o.OutDir.
+// Build makes one image per architecture, gathers them in an OCI image index and writes
+// everything to o.OutDir. The index digest is the image digest.
 func Build(o Options) (*Result, error) {
 	_, lock, err := CheckLock(o.SpecPath, o.LockPath, o.PackagesMD)
 	if err != nil {
@@ -177,15 +187,64 @@ func Build(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	binSHA, err := sha256File(o.Binary)
+	arches := o.Arches
+	if len(arches) == 0 {
+		arches = lock.Arches
+	}
+	res := &Result{}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, arch := range arches {
+		if o.Base == "" && !contains(lock.Arches, arch) {
+			return nil, fmt.Errorf("%s records no packages for %s (it has %s)", o.LockPath, arch, strings.Join(lock.Arches, ", "))
+		}
+		bin := o.Binaries[arch]
+		if bin == "" {
+			return nil, fmt.Errorf("no kube-proxy binary for %s", arch)
+		}
+		img, sbomJSON, err := buildOne(o, arch, bin, lock, lockSHA)
+		if err != nil {
+			return nil, fmt.Errorf("linux/%s: %w", arch, err)
+		}
+		dig, err := img.Digest()
+		if err != nil {
+			return nil, err
+		}
+		res.Platforms = append(res.Platforms, Platform{Arch: arch, Digest: dig.String(), Image: img, SBOM: sbomJSON})
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
+			Add:        img,
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}},
+		})
+	}
+	dig, err := idx.Digest()
 	if err != nil {
 		return nil, err
 	}
-	arch := o.Arch
-	if arch == "" {
-		arch = lock.Arch
+	res.Digest, res.Index = dig.String(), idx
+	if err := writeOutputs(o, res); err != nil {
+		return nil, err
 	}
+	return res, nil
+}
 
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// buildOne makes arch's image from binary: the base (arch's recorded packages, or o.Base's
+// image for linux/arch) and the kube-proxy layer. It returns the image and its SBOM.
+func buildOne(o Options, arch, binary string, lock *lockfile.Lock, lockSHA string) (v1.Image, []byte, error) {
+	binSHA, err := sha256File(binary)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkELFArch(binary, arch); err != nil {
+		return nil, nil, err
+	}
 	var base v1.Image
 	var baseDigest string
 	layerType := types.OCILayer
@@ -205,20 +264,20 @@ func Build(o Options) (*Result, error) {
 
 	if o.Base == "" {
 		sb.Distro = distros[lock.Suite]
-		for _, e := range lock.Entries {
+		for _, e := range lock.ForArch(arch) {
 			sb.Debs = append(sb.Debs, sbom.Deb{Name: e.Name, Version: e.Version, Arch: e.Arch, SHA256: e.SHA256})
 		}
-		bl, err := BaseLayer(lock, o.DebCache, o.Wrapper, o.Scratch)
+		bl, err := BaseLayer(lock.ForArch(arch), o.DebCache, o.Wrapper, filepath.Join(o.Scratch, arch))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		blob, err := bl.Build(o.Epoch)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		lay, err := blobLayer(blob, types.OCILayer)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cfg := &v1.ConfigFile{
 			Architecture: arch,
@@ -229,21 +288,21 @@ func Build(o Options) (*Result, error) {
 		}
 		img, err := mutate.ConfigFile(empty.Image, cfg)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		img = mutate.MediaType(img, types.OCIManifestSchema1)
 		img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 		base, err = mutate.Append(img, mutate.Addendum{
 			Layer:   lay,
-			History: history(fmt.Sprintf("Debian %s packages of images/packages.lock (sha256:%s), %d packages; iptables wrapper", lock.Suite, lockSHA, len(lock.Entries))),
+			History: history(fmt.Sprintf("Debian %s packages of images/packages.lock (sha256:%s), %d packages; iptables wrapper", lock.Suite, lockSHA, len(lock.ForArch(arch)))),
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	} else {
 		ref, err := name.ParseReference(o.Base)
 		if err != nil {
-			return nil, fmt.Errorf("BASE=%s: %w", o.Base, err)
+			return nil, nil, fmt.Errorf("BASE=%s: %w", o.Base, err)
 		}
 		opts := append([]remote.Option{
 			remote.WithPlatform(v1.Platform{OS: "linux", Architecture: arch}),
@@ -251,11 +310,11 @@ func Build(o Options) (*Result, error) {
 		}, o.RemoteOptions...)
 		base, err = remote.Image(ref, opts...)
 		if err != nil {
-			return nil, fmt.Errorf("fetching the base image %s: %w", o.Base, err)
+			return nil, nil, fmt.Errorf("fetching the base image %s: %w", o.Base, err)
 		}
 		d, err := base.Digest()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		baseDigest = d.String()
 		sb.BaseImage, sb.BaseImageDigest = o.Base, baseDigest
@@ -266,32 +325,32 @@ func Build(o Options) (*Result, error) {
 
 	sbomJSON, err := sbom.Build(sb)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	kl, err := kubeProxyLayer(o, sbomJSON)
+	kl, err := kubeProxyLayer(o, binary, sbomJSON)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	kblob, err := kl.Build(o.Epoch)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	klay, err := blobLayer(kblob, layerType)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:   klay,
 		History: history(fmt.Sprintf("%s %s (sha256:%s), upstream LICENSE and LICENSES/, SBOM", BinaryPath, o.Version, binSHA)),
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	// The final configuration: upstream's binary path as the entrypoint, the labels, fixed times.
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg := cf.DeepCopy()
 	cfg.Created = v1.Time{Time: o.Epoch}
@@ -300,7 +359,7 @@ func Build(o Options) (*Result, error) {
 	if !hasPath(cfg.Config.Env) {
 		cfg.Config.Env = append(cfg.Config.Env, "PATH="+DefaultPath)
 	}
-	labels := Labels(o, lock, lockSHA, baseDigest)
+	labels := Labels(o, arch, lock, lockSHA, baseDigest)
 	if cfg.Config.Labels == nil {
 		cfg.Config.Labels = map[string]string{}
 	}
@@ -308,17 +367,10 @@ func Build(o Options) (*Result, error) {
 		cfg.Config.Labels[k] = v
 	}
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
-	dig, err := img.Digest()
-	if err != nil {
-		return nil, err
-	}
-	if err := writeOutputs(o, img, sbomJSON, dig.String()); err != nil {
-		return nil, err
-	}
-	return &Result{Digest: dig.String(), Image: img, SBOM: sbomJSON}, nil
+	return img, sbomJSON, nil
 }
 
 func hasPath(env []string) bool {
@@ -330,9 +382,10 @@ func hasPath(env []string) bool {
 	return false
 }
 
-// writeOutputs writes the OCI layout, the docker-load tarball, the SBOM and the digest into a
-// fresh directory, then moves it into place.
-func writeOutputs(o Options, img v1.Image, sbomJSON []byte, digest string) error {
+// writeOutputs writes, into a fresh directory that then replaces o.OutDir: the OCI layout of
+// the index (oci/), the index digest (digest), the name:tag (ref), and per platform, under
+// linux-ARCH/, its docker-load tarball (kube-proxy.tar), SBOM, pretty configuration and digest.
+func writeOutputs(o Options, res *Result) error {
 	tmp := o.OutDir + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
@@ -348,31 +401,40 @@ func writeOutputs(o Options, img v1.Image, sbomJSON []byte, digest string) error
 	if err != nil {
 		return err
 	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
+	if err := p.AppendIndex(res.Index, layout.WithAnnotations(map[string]string{
 		"org.opencontainers.image.ref.name": o.Tag,
 		"io.containerd.image.name":          tag.Name(),
 	})); err != nil {
 		return err
 	}
-	if err := tarball.WriteToFile(filepath.Join(tmp, "kube-proxy.tar"), tag, img); err != nil {
-		return err
+	for _, pl := range res.Platforms {
+		dir := filepath.Join(tmp, "linux-"+pl.Arch)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := tarball.WriteToFile(filepath.Join(dir, "kube-proxy.tar"), tag, pl.Image); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "sbom.spdx.json"), pl.SBOM, 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "digest"), []byte(pl.Digest+"\n"), 0o644); err != nil {
+			return err
+		}
+		cf, err := pl.Image.RawConfigFile()
+		if err != nil {
+			return err
+		}
+		var pretty bytes.Buffer
+		if err := json.Indent(&pretty, cf, "", "  "); err != nil {
+			return err
+		}
+		pretty.WriteByte('\n')
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), pretty.Bytes(), 0o644); err != nil {
+			return err
+		}
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "sbom.spdx.json"), sbomJSON, 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "digest"), []byte(digest+"\n"), 0o644); err != nil {
-		return err
-	}
-	cf, err := img.RawConfigFile()
-	if err != nil {
-		return err
-	}
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, cf, "", "  "); err != nil {
-		return err
-	}
-	pretty.WriteByte('\n')
-	if err := os.WriteFile(filepath.Join(tmp, "config.json"), pretty.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "digest"), []byte(res.Digest+"\n"), 0o644); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "ref"), []byte(tag.Name()+"\n"), 0o644); err != nil {

@@ -3,6 +3,8 @@ package imagebuild
 import (
 	"archive/tar"
 	"crypto/sha256"
+	"debug/elf"
+	"encoding/binary"
 	"encoding/hex"
 	"io"
 	"net/http/httptest"
@@ -17,9 +19,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kube-proxy-overlay/kube-proxy-overlay/build/image/internal/layer"
 	"github.com/kube-proxy-overlay/kube-proxy-overlay/build/image/internal/lockfile"
@@ -44,12 +48,25 @@ func write(t *testing.T, p, content string, mode os.FileMode) {
 	}
 }
 
-// makeDeb builds NAME_VERSION_amd64.deb from files (path -> content; "->target" makes a symlink).
-func makeDeb(t *testing.T, out, pkg, version string, files map[string]string) lockfile.Entry {
+// fakeELF is a 64-bit little-endian ELF header for machine, followed by payload: enough for
+// debug/elf to read the machine, not a program.
+func fakeELF(machine elf.Machine, payload string) string {
+	h := make([]byte, 64)
+	copy(h, "\x7fELF")
+	h[4], h[5], h[6] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)
+	binary.LittleEndian.PutUint16(h[16:], uint16(elf.ET_EXEC))
+	binary.LittleEndian.PutUint16(h[18:], uint16(machine))
+	binary.LittleEndian.PutUint32(h[20:], uint32(elf.EV_CURRENT))
+	binary.LittleEndian.PutUint16(h[52:], 64)
+	return string(h) + payload
+}
+
+// makeDeb builds NAME_VERSION_ARCH.deb from files (path -> content; "->target" makes a symlink).
+func makeDeb(t *testing.T, out, pkg, version, arch string, files map[string]string) lockfile.Entry {
 	t.Helper()
-	src := filepath.Join(t.TempDir(), pkg)
+	src := filepath.Join(t.TempDir(), pkg+"-"+arch)
 	write(t, filepath.Join(src, "DEBIAN/control"), "Package: "+pkg+"\nVersion: "+version+
-		"\nArchitecture: amd64\nMaintainer: test <t@example.invalid>\nDescription: test package\n", 0o644)
+		"\nArchitecture: "+arch+"\nMaintainer: test <t@example.invalid>\nDescription: test package\n", 0o644)
 	for p, c := range files {
 		full := filepath.Join(src, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -67,7 +84,7 @@ func makeDeb(t *testing.T, out, pkg, version string, files map[string]string) lo
 		}
 		write(t, full, c, mode)
 	}
-	e := lockfile.Entry{Name: pkg, Version: version, Arch: "amd64"}
+	e := lockfile.Entry{Name: pkg, Version: version, Arch: arch}
 	deb := filepath.Join(out, e.DebFileName())
 	if b, err := exec.Command("dpkg-deb", "--root-owner-group", "-Zgzip", "-b", src, deb).CombinedOutput(); err != nil {
 		t.Fatalf("dpkg-deb -b: %v: %s", err, b)
@@ -102,27 +119,37 @@ func newFixture(t *testing.T) *fixture {
 			}
 		}
 	}
-	e1 := makeDeb(t, cache, "fake-iptables", "1:1.8.9-2", sbin)
-	e2 := makeDeb(t, cache, "fake-libc", "2.36-9+deb12u14", map[string]string{
-		"lib/x86_64-linux-gnu/libc.so.6":    "libc",
-		"usr/share/doc/fake-libc/copyright": "libc copyright",
-		"var/run/":                          "",
-	})
-	specText := "suite bookworm\narch amd64\nroot fake-iptables # the tools\nroot fake-libc\n"
+	var entries []lockfile.Entry
+	for arch, triplet := range map[string]string{"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"} {
+		entries = append(entries, makeDeb(t, cache, "fake-iptables", "1:1.8.9-2", arch, sbin),
+			makeDeb(t, cache, "fake-libc", "2.36-9+deb12u14", arch, map[string]string{
+				"lib/" + triplet + "/libc.so.6":     "libc " + arch,
+				"usr/share/doc/fake-libc/copyright": "libc copyright",
+				"var/run/":                          "",
+			}))
+	}
+	entries = append(entries, makeDeb(t, cache, "fake-netbase", "6.4", "all", map[string]string{"etc/protocols": "ip 0 IP"}))
+	specText := "suite bookworm\narch amd64 arm64\nroot fake-iptables # the tools\nroot fake-libc\nroot fake-netbase\n"
 	write(t, filepath.Join(dir, "packages.in"), specText, 0o644)
 	spec, _ := lockfile.ParseSpec(strings.NewReader(specText))
-	lock := &lockfile.Lock{Input: lockfile.SpecDigest([]byte(specText)), Suite: "bookworm", Arch: "amd64",
-		Entries: []lockfile.Entry{e1, e2}}
+	lock := &lockfile.Lock{Input: lockfile.SpecDigest([]byte(specText)), Suite: "bookworm", Arches: []string{"amd64", "arm64"},
+		Entries: entries}
 	write(t, filepath.Join(dir, "packages.lock"), string(lock.Format([]string{"test"})), 0o644)
-	write(t, filepath.Join(dir, "PACKAGES.md"), string(lockfile.Markdown(lock, spec)), 0o644)
+	parsed, err := lockfile.Parse(strings.NewReader(string(lock.Format([]string{"test"}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "PACKAGES.md"), string(lockfile.Markdown(parsed, spec)), 0o644)
 	write(t, filepath.Join(dir, "wrapper"), "#!/bin/sh\necho wrapper\n", 0o755)
-	write(t, filepath.Join(dir, "kube-proxy"), "\x7fELF not really", 0o700)
+	write(t, filepath.Join(dir, "kube-proxy-amd64"), fakeELF(elf.EM_X86_64, "kube-proxy amd64"), 0o700)
+	write(t, filepath.Join(dir, "kube-proxy-arm64"), fakeELF(elf.EM_AARCH64, "kube-proxy arm64"), 0o700)
 	write(t, filepath.Join(dir, "up/LICENSE"), "Apache License", 0o600)
 	write(t, filepath.Join(dir, "up/LICENSES/third_party/x/LICENSE"), "x license", 0o600)
 	return &fixture{dir: dir, opts: Options{
 		SpecPath: filepath.Join(dir, "packages.in"), LockPath: filepath.Join(dir, "packages.lock"),
 		PackagesMD: filepath.Join(dir, "PACKAGES.md"), DebCache: cache, Wrapper: filepath.Join(dir, "wrapper"),
-		Binary: filepath.Join(dir, "kube-proxy"), License: filepath.Join(dir, "up/LICENSE"),
+		Binaries:    map[string]string{"amd64": filepath.Join(dir, "kube-proxy-amd64"), "arm64": filepath.Join(dir, "kube-proxy-arm64")},
+		License:     filepath.Join(dir, "up/LICENSE"),
 		LicensesDir: filepath.Join(dir, "up/LICENSES"), Version: "v1.36.3+overlay.2", Upstream: "v1.36.3",
 		Commit: "abc123", Epoch: epoch, ImageName: "kube-proxy-overlay/kube-proxy", Tag: "v1.36.3_overlay.2",
 		OutDir: filepath.Join(dir, "out"), Scratch: t.TempDir(),
@@ -168,7 +195,8 @@ func TestBuildSelfContained(t *testing.T) {
 	if res.Digest != res2.Digest {
 		t.Fatalf("two builds: %s and %s", res.Digest, res2.Digest)
 	}
-	for _, p := range []string{"oci/index.json", "oci/oci-layout", "kube-proxy.tar", "sbom.spdx.json", "digest", "config.json"} {
+	for _, p := range []string{"oci/index.json", "oci/oci-layout", "digest", "ref", "linux-amd64/kube-proxy.tar", "linux-amd64/sbom.spdx.json",
+		"linux-amd64/digest", "linux-amd64/config.json", "linux-arm64/kube-proxy.tar", "linux-arm64/sbom.spdx.json"} {
 		if _, err := os.Stat(filepath.Join(f.opts.OutDir, p)); err != nil {
 			t.Errorf("output %s: %v", p, err)
 		}
@@ -176,19 +204,56 @@ func TestBuildSelfContained(t *testing.T) {
 	if d, _ := os.ReadFile(filepath.Join(f.opts.OutDir, "digest")); strings.TrimSpace(string(d)) != res.Digest {
 		t.Errorf("digest file %q, want %s", d, res.Digest)
 	}
+	// The layout names one OCI index of linux/amd64 and linux/arm64, whose digest is the image's.
+	lay, err := layout.ImageIndexFromPath(filepath.Join(f.opts.OutDir, "oci"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, _ := lay.IndexManifest()
+	if len(tm.Manifests) != 1 || tm.Manifests[0].Digest.String() != res.Digest || tm.Manifests[0].MediaType != types.OCIImageIndex {
+		t.Fatalf("index.json: %+v, want one OCI index %s", tm.Manifests, res.Digest)
+	}
+	idx, _ := lay.ImageIndex(tm.Manifests[0].Digest)
+	im, _ := idx.IndexManifest()
+	if len(im.Manifests) != 2 || im.Manifests[0].Platform.String() != "linux/amd64" || im.Manifests[1].Platform.String() != "linux/arm64" {
+		t.Fatalf("the index holds %+v", im.Manifests)
+	}
+	if len(res.Platforms) != 2 || im.Manifests[1].Digest.String() != res.Platforms[1].Digest {
+		t.Fatalf("platforms %+v", res.Platforms)
+	}
+	img := res.Platforms[0].Image
 	// The docker-load tarball holds the same image.
 	tag, _ := name.NewTag("kube-proxy-overlay/kube-proxy:v1.36.3_overlay.2")
-	ti, err := tarball.ImageFromPath(filepath.Join(f.opts.OutDir, "kube-proxy.tar"), &tag)
+	ti, err := tarball.ImageFromPath(filepath.Join(f.opts.OutDir, "linux-amd64/kube-proxy.tar"), &tag)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tc, _ := ti.ConfigName()
-	rc, _ := res.Image.ConfigName()
+	rc, _ := img.ConfigName()
 	if tc != rc {
 		t.Errorf("tarball config %s, image config %s", tc, rc)
 	}
 
-	cf, err := res.Image.ConfigFile()
+	// The arm64 image holds the arm64 packages and binary, and the "all" package.
+	arm := res.Platforms[1].Image
+	acf, _ := arm.ConfigFile()
+	if acf.Architecture != "arm64" || acf.OS != "linux" {
+		t.Errorf("arm64 config: %s/%s", acf.OS, acf.Architecture)
+	}
+	al, _ := arm.Layers()
+	abase, atop := files(t, al[0]), files(t, al[1])
+	if abase["lib/aarch64-linux-gnu/libc.so.6"] == nil || abase["lib/x86_64-linux-gnu/libc.so.6"] != nil || abase["etc/protocols"] == nil {
+		t.Error("the arm64 base layer does not hold exactly the arm64 and all packages")
+	}
+	if h := atop["usr/local/bin/kube-proxy"]; h == nil || h.Size != int64(len(fakeELF(elf.EM_AARCH64, "kube-proxy arm64"))) {
+		t.Errorf("the arm64 image's kube-proxy: %+v", h)
+	}
+	if !strings.Contains(string(res.Platforms[1].SBOM), "pkg:deb/debian/fake-libc@2.36-9%2Bdeb12u14?arch=arm64") ||
+		strings.Contains(string(res.Platforms[1].SBOM), "arch=amd64") {
+		t.Error("the arm64 SBOM does not list exactly the arm64 packages")
+	}
+
+	cf, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,13 +274,13 @@ func TestBuildSelfContained(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, cf.Config.Labels[k], v)
 		}
 	}
-	layers, _ := res.Image.Layers()
+	layers, _ := img.Layers()
 	if len(layers) != 2 || len(cf.History) != 2 {
 		t.Fatalf("%d layers, %d history entries", len(layers), len(cf.History))
 	}
 	base, top := files(t, layers[0]), files(t, layers[1])
 	for _, p := range []string{"usr/sbin/iptables-wrapper", "usr/share/doc/fake-iptables/copyright",
-		"var/lib/dpkg/status.d/fake-libc", "etc/passwd", "etc/nsswitch.conf", "lib/x86_64-linux-gnu/libc.so.6"} {
+		"var/lib/dpkg/status.d/fake-libc", "etc/passwd", "etc/nsswitch.conf", "lib/x86_64-linux-gnu/libc.so.6", "etc/protocols"} {
 		if base[p] == nil {
 			t.Errorf("base layer lacks %s", p)
 		}
@@ -248,17 +313,28 @@ func TestBuildSelfContained(t *testing.T) {
 	if h := base["var/lib/dpkg/status.d/fake-libc"]; h.Size == 0 {
 		t.Error("empty dpkg status entry")
 	}
-	if !strings.Contains(string(res.SBOM), "pkg:deb/debian/fake-iptables@1%3A1.8.9-2?arch=amd64&distro=debian-12") {
+	if base["lib/aarch64-linux-gnu/libc.so.6"] != nil {
+		t.Error("the amd64 base layer holds an arm64 file")
+	}
+	if !strings.Contains(string(res.Platforms[0].SBOM), "pkg:deb/debian/fake-iptables@1%3A1.8.9-2?arch=amd64&distro=debian-12") {
 		t.Error("SBOM lacks the package URL")
 	}
-	// A changed binary changes the digest.
-	write(t, f.opts.Binary, "\x7fELF another", 0o755)
+	// A changed arm64 binary changes the index digest and the arm64 image, not the amd64 one.
+	write(t, f.opts.Binaries["arm64"], fakeELF(elf.EM_AARCH64, "another"), 0o755)
 	res3, err := Build(o2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res3.Digest == res.Digest {
-		t.Error("a different binary gave the same digest")
+	if res3.Digest == res.Digest || res3.Platforms[1].Digest == res.Platforms[1].Digest {
+		t.Error("a different arm64 binary gave the same digest")
+	}
+	if res3.Platforms[0].Digest != res.Platforms[0].Digest {
+		t.Error("a different arm64 binary changed the amd64 image")
+	}
+	// A binary of the wrong architecture is refused.
+	o2.Binaries = map[string]string{"amd64": f.opts.Binaries["arm64"], "arm64": f.opts.Binaries["arm64"]}
+	if _, err := Build(o2); err == nil || !strings.Contains(err.Error(), "linux/amd64 image needs") {
+		t.Errorf("an arm64 binary for the amd64 image: %v", err)
 	}
 }
 
@@ -315,11 +391,12 @@ func TestBuildOnBase(t *testing.T) {
 
 	o := f.opts
 	o.Base = ref
+	o.Arches = []string{"amd64"}
 	res, err := Build(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	layers, _ := res.Image.Layers()
+	layers, _ := res.Platforms[0].Image.Layers()
 	if len(layers) != 2 {
 		t.Fatalf("%d layers, want the base's 1 + kube-proxy's", len(layers))
 	}
@@ -330,7 +407,7 @@ func TestBuildOnBase(t *testing.T) {
 	if top["usr/local/bin/kube-proxy"] == nil || top["usr/sbin/iptables-wrapper"] != nil {
 		t.Error("the kube-proxy layer should hold kube-proxy and nothing of the Debian base")
 	}
-	got, _ := res.Image.ConfigFile()
+	got, _ := res.Platforms[0].Image.ConfigFile()
 	if strings.Join(got.Config.Entrypoint, " ") != BinaryPath {
 		t.Errorf("entrypoint %v", got.Config.Entrypoint)
 	}
@@ -349,7 +426,7 @@ func TestBuildOnBase(t *testing.T) {
 	if mt, _ := layers[1].MediaType(); mt != "application/vnd.docker.image.rootfs.diff.tar.gzip" {
 		t.Errorf("on a Docker base, the new layer is %s", mt)
 	}
-	if !strings.Contains(string(res.SBOM), baseDigest.String()) {
+	if !strings.Contains(string(res.Platforms[0].SBOM), baseDigest.String()) {
 		t.Error("the SBOM does not name the base image digest")
 	}
 }

@@ -3,6 +3,7 @@ package imagebuild
 import (
 	"bytes"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -86,13 +87,14 @@ func sha256File(p string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// BaseLayer unpacks every package that lock records (from cache, verified against the lock)
+// BaseLayer unpacks every package of entries (one architecture's, from the lock; each from
+// cache, verified against the lock)
 // into a scratch directory with dpkg-deb -x, in lock order, and returns the base layer: the
 // unpacked files (filtered by keepPath), a dpkg status entry per package under
 // /var/lib/dpkg/status.d (as distroless images have, so that scanners see the packages), the
 // links that maintainer scripts would have made, the iptables wrapper, and minimal passwd,
 // group and nsswitch files.
-func BaseLayer(lock *lockfile.Lock, cache, wrapper, scratch string) (*layer.Layer, error) {
+func BaseLayer(entries []lockfile.Entry, cache, wrapper, scratch string) (*layer.Layer, error) {
 	root := filepath.Join(scratch, "rootfs")
 	if err := os.RemoveAll(root); err != nil {
 		return nil, err
@@ -101,7 +103,7 @@ func BaseLayer(lock *lockfile.Lock, cache, wrapper, scratch string) (*layer.Laye
 		return nil, err
 	}
 	status := map[string][]byte{}
-	for _, e := range lock.Entries {
+	for _, e := range entries {
 		deb := filepath.Join(cache, e.DebFileName())
 		sum, err := sha256File(deb)
 		if err != nil {
@@ -152,7 +154,13 @@ func BaseLayer(lock *lockfile.Lock, cache, wrapper, scratch string) (*layer.Laye
 	if err := l.AddSymlink("var/lock", "/run/lock"); err != nil {
 		return nil, err
 	}
-	if e := l.Get("bin/sh"); e == nil || e.Kind != layer.Symlink {
+	// /bin/sh: dash's own link on a merged-/usr system (trixie's base-files makes bin a link to
+	// usr/bin, and dash ships usr/bin/sh); the link dash's postinst would make otherwise.
+	if e := l.Get("bin"); e != nil && e.Kind == layer.Symlink {
+		if e := l.Get("usr/bin/sh"); e == nil {
+			return nil, fmt.Errorf("/bin is a link to usr/bin but the packages have no /usr/bin/sh")
+		}
+	} else if e := l.Get("bin/sh"); e == nil || e.Kind != layer.Symlink {
 		if err := l.AddSymlink("bin/sh", "dash"); err != nil {
 			return nil, err
 		}
@@ -212,4 +220,25 @@ func statusEntry(p debian.Paragraph) string {
 		}
 	}
 	return out.Format()
+}
+
+// elfMachines maps Debian architectures to the ELF machine of their binaries.
+var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+// checkELFArch fails unless binary is a 64-bit little-endian ELF file for arch, so that an image
+// never carries a kube-proxy of another architecture.
+func checkELFArch(binary, arch string) error {
+	want, ok := elfMachines[arch]
+	if !ok {
+		return fmt.Errorf("no ELF machine known for architecture %s (known: amd64, arm64)", arch)
+	}
+	f, err := elf.Open(binary)
+	if err != nil {
+		return fmt.Errorf("%s: not an ELF binary: %w", binary, err)
+	}
+	defer f.Close()
+	if f.Machine != want || f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB {
+		return fmt.Errorf("%s is a %s %s binary, the linux/%s image needs %s", binary, f.Class, f.Machine, arch, want)
+	}
+	return nil
 }

@@ -1,9 +1,11 @@
 // Package lockfile reads and writes the image's package files:
 //
 //   - images/packages.in, the spec: which Debian packages the image needs (roots), which
-//     dependencies it leaves out (excludes, each with a reason), the suite and architecture;
-//   - images/packages.lock, the recorded set: the dependency closure of the spec, one package per
-//     line with its exact version, architecture and the SHA-256 of its .deb.
+//     dependencies it leaves out (excludes, each with a reason), the suite and the architectures
+//     (one image per architecture, in one multi-arch index);
+//   - images/packages.lock, the recorded set: the dependency closure of the spec for every
+//     architecture, one package per line with its exact version, architecture and the SHA-256
+//     of its .deb. An "all" package is recorded once and belongs to every architecture's image.
 package lockfile
 
 import (
@@ -33,7 +35,7 @@ type Exclude struct {
 // Spec is images/packages.in.
 type Spec struct {
 	Suite    string
-	Arch     string
+	Arches   []string // in spec order
 	Roots    []Root
 	Excludes []Exclude
 }
@@ -63,8 +65,8 @@ var (
 	shaRE     = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
-// ParseSpec reads a spec. Lines are "suite NAME", "arch NAME", "root PACKAGE [# why]" and
-// "exclude PACKAGE # reason"; "#" starts a comment.
+// ParseSpec reads a spec. Lines are "suite NAME", "arch NAME..." (one or more architectures),
+// "root PACKAGE [# why]" and "exclude PACKAGE # reason"; "#" starts a comment.
 func ParseSpec(r io.Reader) (*Spec, error) {
 	s := &Spec{}
 	seen := map[string]bool{}
@@ -78,7 +80,7 @@ func ParseSpec(r io.Reader) (*Spec, error) {
 		if len(f) == 0 {
 			continue
 		}
-		if len(f) != 2 {
+		if len(f) != 2 && !(len(f) > 2 && f[0] == "arch") {
 			return nil, fmt.Errorf("packages.in:%d: want \"KEYWORD VALUE\", got %q", n, strings.TrimSpace(line))
 		}
 		key, val := f[0], f[1]
@@ -86,10 +88,13 @@ func ParseSpec(r io.Reader) (*Spec, error) {
 		case "suite":
 			s.Suite = val
 		case "arch":
-			if !archRE.MatchString(val) {
-				return nil, fmt.Errorf("packages.in:%d: bad architecture %q", n, val)
+			if len(s.Arches) > 0 {
+				return nil, fmt.Errorf("packages.in:%d: arch is given twice (list every architecture on one line)", n)
 			}
-			s.Arch = val
+			if err := checkArches(f[1:]); err != nil {
+				return nil, fmt.Errorf("packages.in:%d: %v", n, err)
+			}
+			s.Arches = f[1:]
 		case "root", "exclude":
 			if !nameRE.MatchString(val) {
 				return nil, fmt.Errorf("packages.in:%d: bad package name %q", n, val)
@@ -113,10 +118,25 @@ func ParseSpec(r io.Reader) (*Spec, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if s.Suite == "" || s.Arch == "" || len(s.Roots) == 0 {
+	if s.Suite == "" || len(s.Arches) == 0 || len(s.Roots) == 0 {
 		return nil, fmt.Errorf("packages.in: needs a suite, an arch and at least one root")
 	}
 	return s, nil
+}
+
+// checkArches accepts a list of distinct Debian architecture names other than "all".
+func checkArches(as []string) error {
+	seen := map[string]bool{}
+	for _, a := range as {
+		switch {
+		case !archRE.MatchString(a) || a == "all":
+			return fmt.Errorf("bad architecture %q", a)
+		case seen[a]:
+			return fmt.Errorf("architecture %s is listed twice", a)
+		}
+		seen[a] = true
+	}
+	return nil
 }
 
 // Entry is one recorded package.
@@ -137,17 +157,37 @@ func (e Entry) DebFileName() string {
 type Lock struct {
 	Input   string // sha256:HEX of the spec it was generated from
 	Suite   string
-	Arch    string
-	Entries []Entry // sorted by name, unique
+	Arches  []string
+	Entries []Entry // sorted by name, then architecture; unique
 }
 
-// Versions maps each package name to its version.
-func (l *Lock) Versions() map[string]string {
-	m := make(map[string]string, len(l.Entries))
+// ForArch returns the packages of arch's image: its own architecture's and the "all" ones, in
+// lock order.
+func (l *Lock) ForArch(arch string) []Entry {
+	var out []Entry
 	for _, e := range l.Entries {
+		if e.Arch == arch || e.Arch == "all" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Versions maps each package name of arch's image to its version.
+func (l *Lock) Versions(arch string) map[string]string {
+	m := map[string]string{}
+	for _, e := range l.ForArch(arch) {
 		m[e.Name] = e.Version
 	}
 	return m
+}
+
+// entryLess orders entries by name, then architecture.
+func entryLess(a, b Entry) bool {
+	if a.Name != b.Name {
+		return a.Name < b.Name
+	}
+	return a.Arch < b.Arch
 }
 
 // SpecDigest is the value a lock's @input line records for spec bytes b.
@@ -156,8 +196,10 @@ func SpecDigest(b []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// Parse reads a lock file: "@input", "@suite" and "@arch" lines, then one
-// "NAME VERSION ARCH SHA256" line per package, sorted by name; "#" starts a comment line.
+// Parse reads a lock file: "@input", "@suite" and "@arch ARCH..." lines, then one
+// "NAME VERSION ARCH SHA256" line per package and architecture, sorted by name and
+// architecture; "#" starts a comment line. A package is either "all" or recorded per
+// architecture, and every architecture's line is there.
 func Parse(r io.Reader) (*Lock, error) {
 	l := &Lock{}
 	seen := map[string]bool{}
@@ -166,6 +208,13 @@ func Parse(r io.Reader) (*Lock, error) {
 	for sc.Scan() {
 		n++
 		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "@arch ") {
+			if err := checkArches(strings.Fields(line)[1:]); err != nil {
+				return nil, fmt.Errorf("packages.lock:%d: %v", n, err)
+			}
+			l.Arches = strings.Fields(line)[1:]
+			continue
+		}
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -182,8 +231,6 @@ func Parse(r io.Reader) (*Lock, error) {
 				l.Input = f[1]
 			case "@suite":
 				l.Suite = f[1]
-			case "@arch":
-				l.Arch = f[1]
 			default:
 				return nil, fmt.Errorf("packages.lock:%d: unknown key %s", n, f[0])
 			}
@@ -202,30 +249,69 @@ func Parse(r io.Reader) (*Lock, error) {
 			return nil, fmt.Errorf("packages.lock:%d: bad architecture %q for %s", n, e.Arch, e.Name)
 		case !shaRE.MatchString(e.SHA256):
 			return nil, fmt.Errorf("packages.lock:%d: %s: the sha256 must be 64 lowercase hex digits", n, e.Name)
-		case seen[e.Name]:
-			return nil, fmt.Errorf("packages.lock:%d: %s is recorded twice", n, e.Name)
-		case len(l.Entries) > 0 && l.Entries[len(l.Entries)-1].Name > e.Name:
-			return nil, fmt.Errorf("packages.lock:%d: %s is out of order (the file is sorted by name)", n, e.Name)
+		case seen[e.Name+":"+e.Arch]:
+			return nil, fmt.Errorf("packages.lock:%d: %s (%s) is recorded twice", n, e.Name, e.Arch)
+		case len(l.Entries) > 0 && !entryLess(l.Entries[len(l.Entries)-1], e):
+			return nil, fmt.Errorf("packages.lock:%d: %s is out of order (the file is sorted by name, then architecture)", n, e.Name)
 		}
-		seen[e.Name] = true
+		seen[e.Name+":"+e.Arch] = true
 		l.Entries = append(l.Entries, e)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if l.Input == "" || l.Suite == "" || l.Arch == "" {
+	if l.Input == "" || l.Suite == "" || len(l.Arches) == 0 {
 		return nil, fmt.Errorf("packages.lock: @input, @suite and @arch are required")
 	}
 	if len(l.Entries) == 0 {
 		return nil, fmt.Errorf("packages.lock: no packages")
 	}
-	return l, nil
+	return l, l.checkArches()
+}
+
+// checkArches makes sure that every entry is "all" or one of the lock's architectures, that no
+// package is both, and that an architecture-specific package is there for every architecture.
+func (l *Lock) checkArches() error {
+	known := map[string]bool{"all": true}
+	for _, a := range l.Arches {
+		known[a] = true
+	}
+	per := map[string][]string{}
+	var names []string
+	for _, e := range l.Entries {
+		if !known[e.Arch] {
+			return fmt.Errorf("packages.lock: %s is recorded for %s, not one of @arch %s", e.Name, e.Arch, strings.Join(l.Arches, " "))
+		}
+		if _, ok := per[e.Name]; !ok {
+			names = append(names, e.Name)
+		}
+		per[e.Name] = append(per[e.Name], e.Arch)
+	}
+	for _, n := range names {
+		as := per[n]
+		if len(as) == 1 && as[0] == "all" {
+			continue
+		}
+		if len(as) != len(l.Arches) || contains(as, "all") {
+			return fmt.Errorf("packages.lock: %s is recorded for %s; an architecture-specific package needs one line per architecture (%s)", n, strings.Join(as, ", "), strings.Join(l.Arches, " "))
+		}
+	}
+	return nil
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // Format renders the lock file. Comments go in the header, one per line.
 func (l *Lock) Format(comments []string) []byte {
 	entries := append([]Entry(nil), l.Entries...)
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	sort.Slice(entries, func(i, j int) bool { return entryLess(entries[i], entries[j]) })
 	var b bytes.Buffer
 	for _, c := range comments {
 		if c == "" {
@@ -234,7 +320,7 @@ func (l *Lock) Format(comments []string) []byte {
 			b.WriteString("# " + c + "\n")
 		}
 	}
-	fmt.Fprintf(&b, "@input %s\n@suite %s\n@arch %s\n\n", l.Input, l.Suite, l.Arch)
+	fmt.Fprintf(&b, "@input %s\n@suite %s\n@arch %s\n\n", l.Input, l.Suite, strings.Join(l.Arches, " "))
 	wn, wv := len("# name"), len("version")
 	for _, e := range entries {
 		wn = max(wn, len(e.Name))
@@ -258,7 +344,7 @@ func Markdown(l *Lock, s *Spec) []byte {
 	}
 	var b bytes.Buffer
 	b.WriteString("<!-- Generated by `make image-lock` from images/packages.in and images/packages.lock; do not edit. -->\n")
-	fmt.Fprintf(&b, "Debian packages in the image's base layer: Debian %s, %s, %d packages. ", l.Suite, l.Arch, len(l.Entries))
+	fmt.Fprintf(&b, "Debian packages in the images' base layers: Debian %s, %s (one image each); %d .deb files. ", l.Suite, strings.Join(l.Arches, " and "), len(l.Entries))
 	fmt.Fprintf(&b, "Recorded set `%s` (SHA-256 of images/packages.in: `%s`).\n\n", "images/packages.lock", l.Input)
 	b.WriteString("| package | version | arch | why | sha256 of the .deb |\n")
 	b.WriteString("|---|---|---|---|---|\n")

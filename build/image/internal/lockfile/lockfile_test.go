@@ -20,7 +20,7 @@ exclude dpkg    # maintainer scripts only
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Suite != "bookworm" || s.Arch != "amd64" || strings.Join(s.RootNames(), ",") != "nftables,iptables" ||
+	if s.Suite != "bookworm" || strings.Join(s.Arches, " ") != "amd64" || strings.Join(s.RootNames(), ",") != "nftables,iptables" ||
 		strings.Join(s.ExcludeNames(), ",") != "dpkg" || s.Roots[0].Why != "nft, for nftables mode" || s.Excludes[0].Reason != "maintainer scripts only" {
 		t.Errorf("parsed %+v", s)
 	}
@@ -31,6 +31,9 @@ exclude dpkg    # maintainer scripts only
 		"no roots":                 "suite b\narch amd64\n",
 		"bad name":                 "suite b\narch amd64\nroot Foo\n",
 		"extra field":              "suite b\narch amd64\nroot a1 b1\n",
+		"arch twice":               "suite b\narch amd64\narch arm64\nroot a1\n",
+		"arch all":                 "suite b\narch amd64 all\nroot a1\n",
+		"arch repeated":            "suite b\narch amd64 amd64\nroot a1\n",
 	} {
 		if _, err := ParseSpec(strings.NewReader(bad)); err == nil {
 			t.Errorf("%s: parsed", name)
@@ -39,9 +42,11 @@ exclude dpkg    # maintainer scripts only
 }
 
 func TestLockRoundTrip(t *testing.T) {
-	l := &Lock{Input: "sha256:" + sha1, Suite: "bookworm", Arch: "amd64", Entries: []Entry{
+	l := &Lock{Input: "sha256:" + sha1, Suite: "bookworm", Arches: []string{"amd64", "arm64"}, Entries: []Entry{
+		{"libc6", "2.36-9+deb12u14", "arm64", sha2},
 		{"libc6", "2.36-9+deb12u14", "amd64", sha1},
 		{"conntrack", "1:1.4.7-1+b2", "amd64", sha2},
+		{"conntrack", "1:1.4.7-1+b3", "arm64", sha1},
 		{"netbase", "6.4", "all", sha1},
 	}}
 	text := l.Format([]string{"generated", "", "by a test"})
@@ -52,17 +57,20 @@ func TestLockRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
 	}
-	if back.Input != l.Input || back.Suite != "bookworm" || back.Arch != "amd64" || len(back.Entries) != 3 {
+	if back.Input != l.Input || back.Suite != "bookworm" || strings.Join(back.Arches, " ") != "amd64 arm64" || len(back.Entries) != 5 {
 		t.Fatalf("parsed back %+v", back)
 	}
-	// Format sorts by name.
-	if back.Entries[0].Name != "conntrack" || back.Entries[2].Name != "netbase" {
+	// Format sorts by name, then architecture.
+	if back.Entries[0].Name != "conntrack" || back.Entries[2].Name != "libc6" || back.Entries[2].Arch != "amd64" || back.Entries[4].Name != "netbase" {
 		t.Errorf("order: %+v", back.Entries)
+	}
+	if got := back.ForArch("arm64"); len(got) != 3 || got[0].Version != "1:1.4.7-1+b3" || got[1].SHA256 != sha2 || got[2].Arch != "all" {
+		t.Errorf("ForArch(arm64) = %+v", got)
 	}
 	if got := back.Entries[0].DebFileName(); got != "conntrack_1%3a1.4.7-1+b2_amd64.deb" {
 		t.Errorf("DebFileName = %s", got)
 	}
-	if v := back.Versions()["libc6"]; v != "2.36-9+deb12u14" {
+	if v := back.Versions("arm64")["conntrack"]; v != "1:1.4.7-1+b3" {
 		t.Errorf("Versions: %s", v)
 	}
 	if !bytes.Equal(back.Format([]string{"generated", "", "by a test"}), text) {
@@ -81,6 +89,7 @@ func TestLockParseRejects(t *testing.T) {
 		"unsorted":       "b1 1.0 amd64 " + sha1 + "\na1 1.0 amd64 " + sha2 + "\n",
 		"empty":          "",
 		"unknown key":    "@mirror x\na1 1.0 amd64 " + sha1 + "\n",
+		"foreign arch":   "a1 1.0 arm64 " + sha1 + "\n",
 	} {
 		if _, err := Parse(strings.NewReader(head + body)); err == nil {
 			t.Errorf("%s: parsed", name)
@@ -89,15 +98,24 @@ func TestLockParseRejects(t *testing.T) {
 	if _, err := Parse(strings.NewReader("@suite bookworm\n@arch amd64\na1 1.0 amd64 " + sha1 + "\n")); err == nil {
 		t.Error("a lock without @input parsed")
 	}
+	two := "@input sha256:" + sha1 + "\n@suite trixie\n@arch amd64 arm64\n"
+	for name, body := range map[string]string{
+		"one architecture missing": "a1 1.0 amd64 " + sha1 + "\n",
+		"all and per-arch":         "a1 1.0 all " + sha1 + "\na1 1.0 amd64 " + sha1 + "\n",
+	} {
+		if _, err := Parse(strings.NewReader(two + body)); err == nil {
+			t.Errorf("%s: parsed", name)
+		}
+	}
 }
 
 func TestSpecDigestAndMarkdown(t *testing.T) {
 	if SpecDigest([]byte("x")) == SpecDigest([]byte("y")) || !strings.HasPrefix(SpecDigest(nil), "sha256:") {
 		t.Error("SpecDigest")
 	}
-	s := &Spec{Suite: "bookworm", Arch: "amd64", Roots: []Root{{"nftables", "nft | for nftables mode"}, {"kmod", ""}},
+	s := &Spec{Suite: "bookworm", Arches: []string{"amd64"}, Roots: []Root{{"nftables", "nft | for nftables mode"}, {"kmod", ""}},
 		Excludes: []Exclude{{"dpkg", "scripts only"}}}
-	l := &Lock{Input: "sha256:" + sha1, Suite: "bookworm", Arch: "amd64", Entries: []Entry{
+	l := &Lock{Input: "sha256:" + sha1, Suite: "bookworm", Arches: []string{"amd64"}, Entries: []Entry{
 		{"kmod", "30", "amd64", sha1}, {"libc6", "2.36", "amd64", sha2}, {"nftables", "1.0.6", "amd64", sha1},
 	}}
 	md := string(Markdown(l, s))
@@ -107,7 +125,7 @@ func TestSpecDigestAndMarkdown(t *testing.T) {
 		"| `kmod` | `30` | amd64 | requested |",
 		"| `libc6` | `2.36` | amd64 | dependency |",
 		"- `dpkg`: scripts only",
-		"3 packages",
+		"3 .deb files",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
