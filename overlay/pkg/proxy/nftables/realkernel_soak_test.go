@@ -410,7 +410,13 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 	}
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	real, run, netns := realNFTNetns(t, nftFamily)
+	soakedPath := os.Getenv("PATH")
 	refReal, refRun, refNetns := realNFTNetns(t, nftFamily)
+	refPath := os.Getenv("PATH")
+	// Each namespace's nft is a shim on PATH, and a proxier's text listing (listKernelText)
+	// runs the nft it finds there at that moment: each proxier syncs with its own first.
+	soaked := func() { os.Setenv("PATH", soakedPath) }
+	reference := func() { os.Setenv("PATH", refPath) }
 	upstream := newUpstreamKubeProxy(t)
 	cluster := &soakCluster{family: family, services: map[string]*v1.Service{}, slices: map[string]*discovery.EndpointSlice{}, owners: map[string]string{}}
 	s := &soak{t: t, seed: seed, cluster: cluster, run: run, family: listFamily,
@@ -497,7 +503,9 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 		if s.damaged {
 			fp.lastFullSync = fp.now().Add(-2 * time.Hour) // the periodic full sync repairs
 		}
+		reference()
 		s.expect(refReal, refRun, upstreamShapes)
+		soaked()
 		wasFull := fp.needFullSync || fp.now().Sub(fp.lastFullSync) > time.Hour
 		if err := fp.syncProxyRules(); err != nil {
 			if checked.refuse == nil && checked.failListing == "" {
