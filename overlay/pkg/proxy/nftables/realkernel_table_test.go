@@ -64,7 +64,8 @@ func readKernelTable(t *testing.T, run func(args ...string) string, family strin
 				if len(kv) != 2 {
 					continue
 				}
-				elems[jsonKey(kv[0])] = append(elems[jsonKey(kv[0])], jsonVerdict(kv[1]))
+				key := jsonKey(elemValue(kv[0])) // without its comment
+				elems[key] = append(elems[key], jsonVerdict(kv[1]))
 			}
 			tab.elements[m.Name] = elems
 		}
