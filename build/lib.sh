@@ -53,8 +53,15 @@ staging_version() {
 # with build/soak/upstream_sync_test.go added through a Go overlay (the tree stays pristine),
 # into the test binary OUT. The soak hands its table to it (KUBE_PROXY_OVERLAY_SOAK_UPSTREAM).
 # With the build cache of make build-upstream, it takes about a minute on a cold 2-core machine.
+# upstream_soak_path PRISTINE prints where upstream_soak_test puts the binary for that tree's tag:
+# beside upstream's binary of the same line, so that two lines never share one.
+upstream_soak_path() {
+	echo "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/_output/upstream/$(cat "$1/.upstream-tag")/upstream-nftables-soak.test"
+}
+
 upstream_soak_test() {
-	local pristine=$1 out=$2 src ov
+	local pristine out=$2 src ov
+	pristine=$(cd "$1" && pwd) # the overlay's paths are absolute
 	src="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/soak/upstream_sync_test.go"
 	ov=$(mktemp)
 	printf '{"Replace":{"%s":"%s"}}\n' "$pristine/pkg/proxy/nftables/zz_soak_upstream_sync_test.go" "$src" >"$ov"
@@ -62,4 +69,7 @@ upstream_soak_test() {
 	# the build cache: only the test's own dependencies compile anew.
 	(cd "$pristine" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go test -c -trimpath -tags soakupstream -overlay "$ov" -o "$out" ./pkg/proxy/nftables/) || { rm -f "$ov"; die "compiling upstream's nftables tests for the soak failed"; }
 	rm -f "$ov"
+	# An overlay whose path matched nothing compiles silently without the test.
+	"$out" -test.list '^TestSoakUpstreamSync$' | grep -qx TestSoakUpstreamSync ||
+		die "$out lacks TestSoakUpstreamSync: the Go overlay of build/soak/upstream_sync_test.go did not apply"
 }

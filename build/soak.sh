@@ -13,7 +13,7 @@ steps=$2 seed=${3:-$(date +%s)}
 [[ "$seed" =~ ^[0-9]+$ ]] || die "SEED=$seed: want a number"
 [ "$(id -u)" -eq 0 ] || die "make soak needs root (it creates network namespaces)"
 log "upstream's own nftables proxier, for the soak's hand-overs to it"
-upstream="$here/../_output/bin/upstream-nftables-soak.test"
+upstream=$(upstream_soak_path "$(dirname "$tree")/pristine")
 upstream_soak_test "$(dirname "$tree")/pristine" "$upstream"
 log "soak: $steps steps from seed $seed (replay: make soak STEPS=$steps SEED=$seed)"
 out=$(mktemp)

@@ -77,8 +77,9 @@ for m in "$root"/patches/v*/go.mod; do
 done
 
 log "upstream's own nftables proxier, for the soak's hand-overs to it"
-upstream_soak_test "$pristine" "$root/_output/bin/upstream-nftables-soak.test"
-export KUBE_PROXY_OVERLAY_SOAK_UPSTREAM="$root/_output/bin/upstream-nftables-soak.test"
+KUBE_PROXY_OVERLAY_SOAK_UPSTREAM=$(upstream_soak_path "$pristine")
+upstream_soak_test "$pristine" "$KUBE_PROXY_OVERLAY_SOAK_UPSTREAM"
+export KUBE_PROXY_OVERLAY_SOAK_UPSTREAM
 
 log "overlay and upstream tests on the patched tree (-race)"
 cd "$tree"

@@ -90,15 +90,20 @@ func (u *upstreamKubeProxy) sync(c *soakCluster, netns string) error {
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		return err
 	}
-	cmd := exec.Command(u.ip, "netns", "exec", netns, u.binary, "-test.run", "^TestSoakUpstreamSync$", "-test.count=1")
+	cmd := exec.Command(u.ip, "netns", "exec", netns, u.binary, "-test.run", "^TestSoakUpstreamSync$", "-test.count=1", "-test.v")
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PATH=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
 	cmd.Env = append(cmd.Env, "PATH="+u.path, "KUBE_PROXY_OVERLAY_SOAK_STATE="+file)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
 		return fmt.Errorf("%v: %s", err, out)
+	}
+	// A binary built without the test exits 0 having run nothing.
+	if !strings.Contains(string(out), "--- PASS: TestSoakUpstreamSync") {
+		return fmt.Errorf("%s ran no TestSoakUpstreamSync: %s", u.binary, out)
 	}
 	return nil
 }
