@@ -25,7 +25,10 @@ base='apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: nftables
 hostnameOverride: node-a'
-printf '%s\nruleSync:\n  fullSyncPeriod: 20m\n  fullSyncJitter: 0.25\n  syncSplay: 20m\n' "$base" > "$work/good.yaml"
+printf '%s\nruleSync:\n  fullSyncPeriod: 20m\n  fullSyncJitterPercent: 25\n  syncSplay: 20m\nnftables:\n  maxSyncTransactionSize: 300\n  ruleShapes: PerRuleMaps\n' "$base" > "$work/good.yaml"
+# The names of the previous release: read for one more release, written out under the new ones.
+printf '%s\nruleSync:\n  fullSyncPeriod: 20m\n  fullSyncJitter: 0.25\n  nftablesRuleShapes: Upstream\n  maxSyncTransactionSize: 300\n  syncWorkers: 2\n' "$base" > "$work/old.yaml"
+printf '%s\nruleSync:\n  fullSyncJitter: 0.25\n  fullSyncJitterPercent: 30\n' "$base" > "$work/both.yaml"
 printf '%s\nruleSync:\n  fullSyncPeriode: 20m\n' "$base" > "$work/typo.yaml"
 printf '%s\nruleSync:\n  fullSyncPeriod: 20m\n  syncSplay: 1h\n' "$base" > "$work/splay.yaml"
 
@@ -36,7 +39,16 @@ check "upstream binary starts with a config that holds ruleSync (rollback)" \
 	run "$upstream" --config="$work/good.yaml" --write-config-to="$work/written.yaml"
 check "patched binary loads ruleSync from the file" \
 	bash -c "'$patched' --config='$work/good.yaml' --write-config-to='$work/written.yaml' >'$work/log' 2>&1 &&
-		grep -q 'fullSyncPeriod: 20m0s' '$work/written.yaml' && grep -q 'fullSyncJitter: 0.25' '$work/written.yaml' && grep -q 'syncSplay: 20m0s' '$work/written.yaml'"
+		grep -q 'fullSyncPeriod: 20m0s' '$work/written.yaml' && grep -q 'fullSyncJitterPercent: 25' '$work/written.yaml' && grep -q 'syncSplay: 20m0s' '$work/written.yaml' &&
+		grep -q 'maxSyncTransactionSize: 300' '$work/written.yaml' && grep -q 'ruleShapes: PerRuleMaps' '$work/written.yaml'"
+check "the previous release's field names load, written out under the new names" \
+	bash -c "'$patched' --config='$work/old.yaml' --write-config-to='$work/written.yaml' >'$work/log' 2>&1 &&
+		grep -q 'Deprecated configuration field' '$work/log' &&
+		grep -q 'fullSyncJitterPercent: 25' '$work/written.yaml' && grep -q 'ruleShapes: Upstream' '$work/written.yaml' &&
+		grep -q 'maxSyncTransactionSize: 300' '$work/written.yaml' && grep -q 'syncWorkers: 2' '$work/written.yaml' &&
+		! grep -q 'fullSyncJitter:\\|nftablesRuleShapes' '$work/written.yaml'"
+check "an old field name and its new one with different values fail" \
+	bash -c "! '$patched' --config='$work/both.yaml' --write-config-to='$work/written.yaml' >'$work/log' 2>&1 && grep -q 'both ruleSync.fullSyncJitter (deprecated)' '$work/log'"
 check "an explicit flag overrides the file" \
 	bash -c "'$patched' --config='$work/good.yaml' --full-sync-period=2h --write-config-to='$work/written.yaml' >'$work/log' 2>&1 &&
 		grep -q 'fullSyncPeriod: 2h0m0s' '$work/written.yaml' && grep -q 'syncSplay: 20m0s' '$work/written.yaml'"
@@ -45,6 +57,8 @@ check "a misspelled ruleSync field fails, naming the field" \
 check "splay above the period fails, naming the flag and range" \
 	bash -c "! '$patched' --config='$work/splay.yaml' --write-config-to='$work/written.yaml' >'$work/log' 2>&1 && grep -q -- '--sync-splay must be in the range' '$work/log'"
 check "a bad flag value fails, naming the flag and range" \
-	bash -c "! '$patched' --full-sync-jitter=1.5 --write-config-to='$work/written.yaml' >'$work/log' 2>&1 && grep -q -- '--full-sync-jitter must be in the range \[0, 1)' '$work/log'"
+	bash -c "! '$patched' --full-sync-jitter-percent=150 --write-config-to='$work/written.yaml' >'$work/log' 2>&1 && grep -q -- '--full-sync-jitter-percent must be in the range \[0, 100)' '$work/log'"
+check "the deprecated fraction flag still works, as a percentage" \
+	bash -c "'$patched' --full-sync-jitter=0.5 --write-config-to='$work/written.yaml' >'$work/log' 2>&1 && grep -q 'fullSyncJitterPercent: 50' '$work/written.yaml'"
 echo "config-compat: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

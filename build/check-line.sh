@@ -47,4 +47,6 @@ step "go build ./cmd/kube-proxy"
 go vet -trimpath ./pkg/proxy/nftables/
 go test -trimpath -count=1 -run '^$' ./pkg/proxy/nftables/ >/dev/null
 step "go vet and test build of ./pkg/proxy/nftables"
+"$here/codegen.sh" verify "$src/patched" >/dev/null
+step "generated code of the configuration API matches upstream's generators"
 echo "line $tag: $pass checks passed in $((SECONDS - t0))s"

@@ -65,6 +65,9 @@ fi
 log "patch pipeline: broken patches and overlay conflicts fail loudly"
 "$here/check-pipeline.sh" "$pristine"
 
+log "generated code of the patched configuration API: upstream's generators reproduce it"
+"$here/codegen.sh" verify "$tree"
+
 log "config file contract of the built binaries (patched and pristine upstream)"
 "$here/check-config-compat.sh" "$bin" "$upstream_bin"
 

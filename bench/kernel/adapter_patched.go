@@ -41,15 +41,15 @@ const periodicBySchedule = true
 // transaction bound, BENCHKERNEL_UPSTREAM_SHAPES=1 selects upstream's rule shapes,
 // BENCHKERNEL_REWRITE_ALL=1 makes periodic full syncs re-write everything.
 func ruleSyncOptions(a proxierArgs) (rulesync.Options, error) {
-	var ext kubeproxyconfigv1alpha1.KubeProxyRuleSyncConfiguration
-	proxyconfigv1alpha1.SetDefaults_KubeProxyRuleSyncConfiguration(&ext)
-	var c proxyconfigapi.KubeProxyRuleSyncConfiguration
-	if err := proxyconfigv1alpha1.Convert_v1alpha1_KubeProxyRuleSyncConfiguration_To_config_KubeProxyRuleSyncConfiguration(&ext, &c, nil); err != nil {
+	var ext kubeproxyconfigv1alpha1.KubeProxyConfiguration
+	proxyconfigv1alpha1.SetDefaults_KubeProxyConfiguration(&ext)
+	var c proxyconfigapi.KubeProxyNFTablesConfiguration
+	if err := proxyconfigv1alpha1.Convert_v1alpha1_KubeProxyNFTablesConfiguration_To_config_KubeProxyNFTablesConfiguration(&ext.NFTables, &c, nil); err != nil {
 		return rulesync.Options{}, err
 	}
 	o := rulesync.Options{
 		Schedule:           fullsync.Config{Period: a.slot, NodeName: a.nodeName},
-		UpstreamRuleShapes: c.NFTablesRuleShapes == proxyconfigapi.RuleShapesUpstream,
+		UpstreamRuleShapes: proxyconfigapi.PerRuleMaps(c.RuleShapes),
 		MaxTransactionSize: int(c.MaxSyncTransactionSize),
 		FullSyncRewriteAll: c.FullSyncRewriteAll,
 	}

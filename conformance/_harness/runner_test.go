@@ -11,7 +11,7 @@ import (
 // split into many.
 var patchedSchedule = []string{
 	"--full-sync-period=8s",
-	"--full-sync-jitter=0",
+	"--full-sync-jitter-percent=0",
 	"--max-sync-transaction-size=20",
 }
 

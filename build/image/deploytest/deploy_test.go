@@ -128,7 +128,7 @@ func TestManifestCheckCatchesMistakes(t *testing.T) {
 	cases := map[string][]byte{
 		"ds-typo.yaml":       []byte(strings.Replace(string(patch), "updateStrategy:", "updateStrategey:", 1)),
 		"rulesync-typo.yaml": []byte(strings.Replace(string(good), "syncSplay: 1h", "syncSplai: 1h", 1)),
-		"jitter-range.yaml":  []byte(strings.Replace(string(good), "fullSyncJitter: 0\n", "fullSyncJitter: 2\n", 1)),
+		"jitter-range.yaml":  []byte(strings.Replace(string(good), "fullSyncJitterPercent: 0\n", "fullSyncJitterPercent: 200\n", 1)),
 		"config-typo.yaml":   []byte(strings.Replace(string(good), "metricsBindAddress:", "metricBindAddress:", 1)),
 		"ds-type.yaml":       []byte(strings.Replace(string(patch), "maxUnavailable: 10%", "maxUnavailable: [10]", 1)),
 		"ds-tag.yaml":        []byte(strings.Replace(string(eks), "@sha256:IMAGE_DIGEST_FROM_make_image", ":v1.36.3", 1)),

@@ -234,15 +234,15 @@ func runFleets(seeds, workers, nodes int, baseSeed uint64, window time.Duration,
 // ruleSync section and its flags are left unset: the versioned defaults, converted
 // to the internal config, with the splay resolved as the proxier resolves it.
 func defaultSchedule() (fullsync.Config, error) {
-	var versioned kubeproxyconfigv1alpha1.KubeProxyRuleSyncConfiguration
-	proxyconfigv1alpha1.SetDefaults_KubeProxyRuleSyncConfiguration(&versioned)
+	var versioned kubeproxyconfigv1alpha1.KubeProxyConfiguration
+	proxyconfigv1alpha1.SetDefaults_KubeProxyConfiguration(&versioned)
 	var internal proxyconfig.KubeProxyRuleSyncConfiguration
-	if err := proxyconfigv1alpha1.Convert_v1alpha1_KubeProxyRuleSyncConfiguration_To_config_KubeProxyRuleSyncConfiguration(&versioned, &internal, nil); err != nil {
+	if err := proxyconfigv1alpha1.Convert_v1alpha1_KubeProxyRuleSyncConfiguration_To_config_KubeProxyRuleSyncConfiguration(&versioned.RuleSync, &internal, nil); err != nil {
 		return fullsync.Config{}, err
 	}
 	return fullsync.Config{
 		Period: internal.FullSyncPeriod.Duration,
-		Jitter: internal.FullSyncJitter,
+		Jitter: float64(internal.FullSyncJitterPercent) / 100,
 		Splay:  internal.EffectiveSyncSplay(),
 	}, nil
 }

@@ -22,9 +22,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// KubeProxyRuleSyncConfiguration holds the settings for how kube-proxy re-writes its rules,
-// for every proxy mode that performs periodic full syncs (iptables and nftables). Defaults
-// are applied in the versioned API; see v1alpha1.KubeProxyRuleSyncConfiguration.
+// KubeProxyRuleSyncConfiguration holds the full-sync schedule, for every proxy mode that
+// performs periodic full syncs (iptables and nftables). Defaults are applied in the versioned
+// API; see v1alpha1.KubeProxyRuleSyncConfiguration.
 type KubeProxyRuleSyncConfiguration struct {
 	// FullSyncPeriod is the interval between periodic full syncs; 0 disables them.
 	FullSyncPeriod metav1.Duration
@@ -34,25 +34,13 @@ type KubeProxyRuleSyncConfiguration struct {
 	// section. In iptables mode's large-cluster mode, where upstream skips periodic full
 	// syncs, a period that the user set is followed.
 	FullSyncPeriodSet bool
-	// FullSyncJitter is the fraction of FullSyncPeriod, in [0, 1), by which each periodic
-	// full sync moves randomly around its slot (half of it to each side).
-	FullSyncJitter float64
+	// FullSyncJitterPercent is the percentage of FullSyncPeriod, in [0, 100), by which each
+	// periodic full sync moves randomly around its slot (half of it to each side).
+	FullSyncJitterPercent int32
 	// SyncSplay is the largest per-node offset of the full-sync schedule, derived from the
 	// node name; at most FullSyncPeriod. nil means equal to FullSyncPeriod (see
 	// EffectiveSyncSplay); 0 puts every node on the same slot.
 	SyncSplay *metav1.Duration
-	// NFTablesRuleShapes is RuleShapesSetFree or RuleShapesUpstream; empty means
-	// RuleShapesSetFree.
-	NFTablesRuleShapes string
-	// MaxSyncTransactionSize is the largest number of operations in one nftables
-	// transaction; 0 means one transaction per sync.
-	MaxSyncTransactionSize int32
-	// FullSyncRewriteAll makes periodic full syncs re-write every chain rather than only
-	// the drifted ones.
-	FullSyncRewriteAll bool
-	// SyncWorkers is the number of workers that generate the nftables proxier's rules in
-	// parallel; 0 means GOMAXPROCS, 1 means serial generation.
-	SyncWorkers int32
 }
 
 // EffectiveSyncSplay returns the splay that the full-sync schedule uses: SyncSplay when it is
@@ -65,19 +53,22 @@ func (c *KubeProxyRuleSyncConfiguration) EffectiveSyncSplay() time.Duration {
 	return c.FullSyncPeriod.Duration
 }
 
-// DeepCopyInto copies the receiver into out, with its own copy of SyncSplay. in must be
-// non-nil.
-func (in *KubeProxyRuleSyncConfiguration) DeepCopyInto(out *KubeProxyRuleSyncConfiguration) {
-	*out = *in
-	if in.SyncSplay != nil {
-		out.SyncSplay = &metav1.Duration{Duration: in.SyncSplay.Duration}
-	}
-}
-
+// The values of KubeProxyNFTablesConfiguration.RuleShapes.
 const (
 	// RuleShapesSetFree makes the nftables proxier balance load with one rule per endpoint
 	// and no per-rule sets, and keep session affinity in one shared set.
 	RuleShapesSetFree = "SetFree"
-	// RuleShapesUpstream makes the nftables proxier write upstream's per-rule numgen maps.
+	// RuleShapesPerRuleMaps makes the nftables proxier write upstream's shapes: an anonymous
+	// numgen map per load-balancing rule and a session-affinity set per endpoint.
+	RuleShapesPerRuleMaps = "PerRuleMaps"
+	// RuleShapesUpstream is the old name of RuleShapesPerRuleMaps, accepted for one release.
+	//
+	// Deprecated: use RuleShapesPerRuleMaps.
 	RuleShapesUpstream = "Upstream"
 )
+
+// PerRuleMaps reports whether shapes, a value of KubeProxyNFTablesConfiguration.RuleShapes,
+// selects upstream's per-rule maps (under its current or its old name).
+func PerRuleMaps(shapes string) bool {
+	return shapes == RuleShapesPerRuleMaps || shapes == RuleShapesUpstream
+}

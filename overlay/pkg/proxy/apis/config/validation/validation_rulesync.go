@@ -18,49 +18,53 @@ package validation
 
 import (
 	"fmt"
-	"math"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
 )
 
-// validateRuleSync checks the ruleSync section. Each message names the command-line flag that
-// sets the field and the allowed range, because most operators meet these options as flags.
-func validateRuleSync(c kubeproxyconfig.KubeProxyRuleSyncConfiguration, fldPath *field.Path) field.ErrorList {
+// validateRuleSync checks the full-sync schedule (the ruleSync section) and the nftables
+// section's fields of how a sync is written. fldPath is the configuration's path. Each message
+// names the command-line flag that sets the field and the allowed range, because most
+// operators meet these options as flags.
+func validateRuleSync(c *kubeproxyconfig.KubeProxyConfiguration, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
-	period, splay := c.FullSyncPeriod.Duration, c.EffectiveSyncSplay()
+	rs, rsPath := c.RuleSync, fldPath.Child("ruleSync")
+	period, splay := rs.FullSyncPeriod.Duration, rs.EffectiveSyncSplay()
 	if period < 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("fullSyncPeriod"), c.FullSyncPeriod.Duration.String(),
+		allErrs = append(allErrs, field.Invalid(rsPath.Child("fullSyncPeriod"), rs.FullSyncPeriod.Duration.String(),
 			"--full-sync-period must be 0 (no periodic full syncs) or greater"))
 	}
-	if math.IsNaN(c.FullSyncJitter) || c.FullSyncJitter < 0 || c.FullSyncJitter >= 1 {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("fullSyncJitter"), c.FullSyncJitter,
-			"--full-sync-jitter must be in the range [0, 1)"))
+	if rs.FullSyncJitterPercent < 0 || rs.FullSyncJitterPercent >= 100 {
+		allErrs = append(allErrs, field.Invalid(rsPath.Child("fullSyncJitterPercent"), rs.FullSyncJitterPercent,
+			"--full-sync-jitter-percent must be in the range [0, 100)"))
 	}
 	switch {
-	case c.SyncSplay == nil:
+	case rs.SyncSplay == nil:
 		// Unset: equal to the period, valid for every valid period.
 	case splay < 0:
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("syncSplay"), splay.String(),
+		allErrs = append(allErrs, field.Invalid(rsPath.Child("syncSplay"), splay.String(),
 			"--sync-splay must be in the range [0, --full-sync-period]"))
 	case period >= 0 && splay > period:
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("syncSplay"), splay.String(),
+		allErrs = append(allErrs, field.Invalid(rsPath.Child("syncSplay"), splay.String(),
 			fmt.Sprintf("--sync-splay must be in the range [0, --full-sync-period] = [0, %v]", period)))
 	}
-	if c.MaxSyncTransactionSize < 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxSyncTransactionSize"), c.MaxSyncTransactionSize,
+
+	nft, nftPath := c.NFTables, fldPath.Child("nftables")
+	if nft.MaxSyncTransactionSize < 0 {
+		allErrs = append(allErrs, field.Invalid(nftPath.Child("maxSyncTransactionSize"), nft.MaxSyncTransactionSize,
 			"--max-sync-transaction-size must be 0 (one transaction per sync) or greater"))
 	}
-	if c.SyncWorkers < 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("syncWorkers"), c.SyncWorkers,
+	if nft.SyncWorkers < 0 {
+		allErrs = append(allErrs, field.Invalid(nftPath.Child("syncWorkers"), nft.SyncWorkers,
 			"--sync-workers must be 0 (one per CPU) or greater"))
 	}
 	// The empty value (an internal config built without defaulting) means the default.
-	switch c.NFTablesRuleShapes {
-	case "", kubeproxyconfig.RuleShapesSetFree, kubeproxyconfig.RuleShapesUpstream:
+	switch nft.RuleShapes {
+	case "", kubeproxyconfig.RuleShapesSetFree, kubeproxyconfig.RuleShapesPerRuleMaps, kubeproxyconfig.RuleShapesUpstream:
 	default:
-		allErrs = append(allErrs, field.NotSupported(fldPath.Child("nftablesRuleShapes"), c.NFTablesRuleShapes,
-			[]string{kubeproxyconfig.RuleShapesSetFree, kubeproxyconfig.RuleShapesUpstream}))
+		allErrs = append(allErrs, field.NotSupported(nftPath.Child("ruleShapes"), nft.RuleShapes,
+			[]string{kubeproxyconfig.RuleShapesSetFree, kubeproxyconfig.RuleShapesPerRuleMaps}))
 	}
 	return allErrs
 }

@@ -17,7 +17,6 @@ limitations under the License.
 package validation
 
 import (
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -30,38 +29,47 @@ import (
 func TestValidateRuleSync(t *testing.T) {
 	d := func(x time.Duration) metav1.Duration { return metav1.Duration{Duration: x} }
 	sp := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
+	type rs = kubeproxyconfig.KubeProxyRuleSyncConfiguration
+	type nft = kubeproxyconfig.KubeProxyNFTablesConfiguration
+	setFree := nft{RuleShapes: "SetFree", MaxSyncTransactionSize: 5000}
 	for _, tc := range []struct {
 		name  string
-		cfg   kubeproxyconfig.KubeProxyRuleSyncConfiguration
+		rs    rs
+		nft   nft
 		wants []string // substrings of the errors, in order; none for a valid config
 	}{
-		{name: "defaults", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), NFTablesRuleShapes: "SetFree"}},
-		{name: "jitter with splay 0", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), FullSyncJitter: 0.5, SyncSplay: sp(0), NFTablesRuleShapes: "SetFree"}},
-		{name: "unset splay with a short period", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Minute), NFTablesRuleShapes: "SetFree"}},
-		{name: "explicit zero splay", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), SyncSplay: sp(0), NFTablesRuleShapes: "SetFree"}},
-		{name: "disabled, upstream shapes", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{NFTablesRuleShapes: "Upstream"}},
-		{name: "splay equal to period", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), SyncSplay: sp(time.Hour), FullSyncJitter: 0.99, NFTablesRuleShapes: "SetFree"}},
-		{name: "unknown rule shapes", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), NFTablesRuleShapes: "setfree"},
-			wants: []string{`ruleSync.nftablesRuleShapes: Unsupported value: "setfree": supported values: "SetFree", "Upstream"`}},
-		{name: "negative period", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(-time.Second), NFTablesRuleShapes: "SetFree"},
+		{name: "defaults", rs: rs{FullSyncPeriod: d(time.Hour)}, nft: setFree},
+		{name: "internal zero values", nft: nft{}},
+		{name: "jitter with splay 0", rs: rs{FullSyncPeriod: d(time.Hour), FullSyncJitterPercent: 50, SyncSplay: sp(0)}, nft: setFree},
+		{name: "unset splay with a short period", rs: rs{FullSyncPeriod: d(time.Minute)}, nft: setFree},
+		{name: "explicit zero splay", rs: rs{FullSyncPeriod: d(time.Hour), SyncSplay: sp(0)}, nft: setFree},
+		{name: "disabled, per-rule maps, one transaction", nft: nft{RuleShapes: "PerRuleMaps"}},
+		{name: "the old name of per-rule maps", nft: nft{RuleShapes: "Upstream"}},
+		{name: "splay equal to period", rs: rs{FullSyncPeriod: d(time.Hour), SyncSplay: sp(time.Hour), FullSyncJitterPercent: 99}, nft: setFree},
+		{name: "unknown rule shapes", rs: rs{FullSyncPeriod: d(time.Hour)}, nft: nft{RuleShapes: "setfree"},
+			wants: []string{`nftables.ruleShapes: Unsupported value: "setfree": supported values: "SetFree", "PerRuleMaps"`}},
+		{name: "negative period", rs: rs{FullSyncPeriod: d(-time.Second)}, nft: setFree,
 			wants: []string{"ruleSync.fullSyncPeriod: Invalid value: \"-1s\": --full-sync-period must be 0"}},
-		{name: "jitter of 1", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), FullSyncJitter: 1, NFTablesRuleShapes: "SetFree"},
-			wants: []string{"ruleSync.fullSyncJitter: Invalid value: 1: --full-sync-jitter must be in the range [0, 1)"}},
-		{name: "negative jitter", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), FullSyncJitter: -0.1, NFTablesRuleShapes: "SetFree"},
-			wants: []string{"--full-sync-jitter must be in the range [0, 1)"}},
-		{name: "NaN jitter", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), FullSyncJitter: math.NaN(), NFTablesRuleShapes: "SetFree"},
-			wants: []string{"--full-sync-jitter must be in the range [0, 1)"}},
-		{name: "splay above period", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), SyncSplay: sp(2 * time.Hour), NFTablesRuleShapes: "SetFree"},
+		{name: "jitter of 100%", rs: rs{FullSyncPeriod: d(time.Hour), FullSyncJitterPercent: 100}, nft: setFree,
+			wants: []string{"ruleSync.fullSyncJitterPercent: Invalid value: 100: --full-sync-jitter-percent must be in the range [0, 100)"}},
+		{name: "negative jitter", rs: rs{FullSyncPeriod: d(time.Hour), FullSyncJitterPercent: -1}, nft: setFree,
+			wants: []string{"--full-sync-jitter-percent must be in the range [0, 100)"}},
+		{name: "splay above period", rs: rs{FullSyncPeriod: d(time.Hour), SyncSplay: sp(2 * time.Hour)}, nft: setFree,
 			wants: []string{"ruleSync.syncSplay: Invalid value: \"2h0m0s\": --sync-splay must be in the range [0, --full-sync-period] = [0, 1h0m0s]"}},
-		{name: "splay with periodic syncs disabled", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{SyncSplay: sp(time.Minute), NFTablesRuleShapes: "SetFree"},
+		{name: "splay with periodic syncs disabled", rs: rs{SyncSplay: sp(time.Minute)}, nft: setFree,
 			wants: []string{"--sync-splay must be in the range [0, --full-sync-period] = [0, 0s]"}},
-		{name: "negative splay", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(time.Hour), SyncSplay: sp(-time.Minute), NFTablesRuleShapes: "SetFree"},
+		{name: "negative splay", rs: rs{FullSyncPeriod: d(time.Hour), SyncSplay: sp(-time.Minute)}, nft: setFree,
 			wants: []string{"--sync-splay must be in the range [0, --full-sync-period]"}},
-		{name: "everything wrong", cfg: kubeproxyconfig.KubeProxyRuleSyncConfiguration{FullSyncPeriod: d(-time.Hour), FullSyncJitter: 2, SyncSplay: sp(-time.Hour), NFTablesRuleShapes: "SetFree"},
-			wants: []string{"--full-sync-period", "--full-sync-jitter", "--sync-splay"}},
+		{name: "negative transaction size", rs: rs{FullSyncPeriod: d(time.Hour)}, nft: nft{MaxSyncTransactionSize: -1},
+			wants: []string{"nftables.maxSyncTransactionSize: Invalid value: -1: --max-sync-transaction-size must be 0"}},
+		{name: "negative workers", rs: rs{FullSyncPeriod: d(time.Hour)}, nft: nft{SyncWorkers: -1},
+			wants: []string{"nftables.syncWorkers: Invalid value: -1: --sync-workers must be 0"}},
+		{name: "everything wrong", rs: rs{FullSyncPeriod: d(-time.Hour), FullSyncJitterPercent: 200, SyncSplay: sp(-time.Hour)}, nft: nft{RuleShapes: "x", MaxSyncTransactionSize: -1, SyncWorkers: -1},
+			wants: []string{"--full-sync-period", "--full-sync-jitter-percent", "--sync-splay", "--max-sync-transaction-size", "--sync-workers", "nftables.ruleShapes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := validateRuleSync(tc.cfg, field.NewPath("KubeProxyConfiguration").Child("ruleSync"))
+			c := &kubeproxyconfig.KubeProxyConfiguration{RuleSync: tc.rs, NFTables: tc.nft}
+			errs := validateRuleSync(c, field.NewPath("KubeProxyConfiguration"))
 			if len(errs) != len(tc.wants) {
 				t.Fatalf("got %d errors %v, want %d", len(errs), errs, len(tc.wants))
 			}
