@@ -16,7 +16,7 @@
 #
 # It prints the guest's kernel release, one line per test case, and last
 # "kernelNN: N passed, N failed" (kernel61 for 6.1, kernel612 for 6.12), and exits non-zero when a
-# case fails or the VM does not finish within KERNEL_TIMEOUT seconds (default 1800). The serial
+# case fails or the VM does not finish within KERNEL_TIMEOUT seconds (default 5400). The serial
 # console is kept in _output/conformance-kernel/LINE/console.log. Uses KVM where the host has
 # hardware virtualisation, software emulation (TCG) otherwise; KERNEL_ACCEL=kvm|tcg chooses.
 # Root is needed only to install missing Debian packages. KERNEL61_RUN and KERNEL61_TIMEOUT are
@@ -36,7 +36,7 @@ root=$(cd "$here/.." && pwd)
 tree=$(cd "$2" && pwd)
 out="$root/_output/conformance-kernel"
 run_pattern=${KERNEL_RUN:-${KERNEL61_RUN:-RealKernel}}
-vm_timeout=${KERNEL_TIMEOUT:-${KERNEL61_TIMEOUT:-1800}}
+vm_timeout=${KERNEL_TIMEOUT:-${KERNEL61_TIMEOUT:-5400}}
 [[ $vm_timeout =~ ^[1-9][0-9]*$ ]] || die "KERNEL_TIMEOUT=$vm_timeout: want a number of seconds"
 mkdir -p "$out/$line"
 
