@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deps.sh SET installs the Debian packages that SET (test; image for make verify-image; kernel61 for make conformance-kernel61) needs, when a command is missing.
+# deps.sh SET installs the Debian packages that SET (test; image for make verify-image; kernel for make conformance-kernel) needs, when a command is missing.
 # It runs apt-get only when something is missing, so a prepared machine pays nothing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -9,8 +9,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 case "${1:-}" in
 test) need="nft:nftables ip:iproute2 gcc:gcc git:git promtool:prometheus" ;;
 image) need="qemu-aarch64-static:qemu-user-static ip:iproute2 chroot:coreutils" ;;
-kernel61) need="nft:nftables ip:iproute2 qemu-system-x86_64:qemu-system-x86 depmod:kmod kmod:kmod cpio:cpio" ;;
-*) die "usage: $0 test|image|kernel61" ;;
+kernel) need="nft:nftables ip:iproute2 qemu-system-x86_64:qemu-system-x86 depmod:kmod kmod:kmod cpio:cpio" ;;
+*) die "usage: $0 test|image|kernel" ;;
 esac
 
 missing=()

@@ -9,11 +9,11 @@ import (
 	"strings"
 )
 
-// The guest's init (build/conformance-kernel61.sh) frames the test binary's -test.v output with
+// The guest's init (build/kernel-init.sh) frames the test binary's -test.v output with
 // these two marker lines on the serial console.
 const (
-	unameMarker = "KERNEL61-UNAME "
-	exitMarker  = "KERNEL61-EXIT "
+	unameMarker = "KERNEL-UNAME "
+	exitMarker  = "KERNEL-EXIT "
 )
 
 // testLineRegexp matches go test -v's result line of one test or subtest.
@@ -78,19 +78,19 @@ func (r run) cases() []testResult {
 	return out
 }
 
-// report writes one line per test case and the closing line "kernel61: N passed, N failed", and
-// returns whether the run passed: the tests finished with exit code 0, at least one ran, and none
+// report writes, each line prefixed with "name: ", the guest's kernel release, one line per test
+// case and the closing line "name: N passed, N failed", and returns whether the run passed: the tests finished with exit code 0, at least one ran, and none
 // failed or skipped (the real-kernel tests run with KUBE_PROXY_OVERLAY_REAL_KERNEL=required, so a
 // skip means something is missing in the guest).
-func (r run) report(w io.Writer) bool {
+func (r run) report(w io.Writer, name string) bool {
 	uname := r.Uname
 	if uname == "" {
 		uname = "(unknown: the guest never reported it)"
 	}
-	fmt.Fprintf(w, "kernel61: guest kernel %s\n", uname)
+	fmt.Fprintf(w, "%s: guest kernel %s\n", name, uname)
 	passed, failed := 0, 0
 	for _, c := range r.cases() {
-		fmt.Fprintf(w, "kernel61: %s %s (%s)\n", c.Result, c.Name, c.Elapsed)
+		fmt.Fprintf(w, "%s: %s %s (%s)\n", name, c.Result, c.Name, c.Elapsed)
 		if c.Result == "PASS" {
 			passed++
 		} else {
@@ -100,14 +100,14 @@ func (r run) report(w io.Writer) bool {
 	ok := failed == 0 && passed > 0
 	switch {
 	case !r.Exited:
-		fmt.Fprintln(w, "kernel61: the tests did not finish (no exit line on the console: timeout or crash)")
+		fmt.Fprintf(w, "%s: the tests did not finish (no exit line on the console: timeout or crash)\n", name)
 		ok = false
 	case r.Exit != 0:
-		fmt.Fprintf(w, "kernel61: the test binary exited with code %d\n", r.Exit)
+		fmt.Fprintf(w, "%s: the test binary exited with code %d\n", name, r.Exit)
 		ok = false
 	case passed == 0:
-		fmt.Fprintln(w, "kernel61: no test ran")
+		fmt.Fprintf(w, "%s: no test ran\n", name)
 	}
-	fmt.Fprintf(w, "kernel61: %d passed, %d failed\n", passed, failed)
+	fmt.Fprintf(w, "%s: %d passed, %d failed\n", name, passed, failed)
 	return ok
 }

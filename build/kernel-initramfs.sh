@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# kernel61-initramfs.sh KDIR KVER TESTBIN PATTERN STAGE lays out, in the new directory STAGE, the
-# root of the initramfs that build/conformance-kernel61.sh boots: the kernel modules of the
-# unpacked Debian kernel package KDIR (release KVER) that nftables and veth need, busybox-static,
+# kernel-initramfs.sh KDIR KVER TESTBIN PATTERN TIMEOUT STAGE lays out, in the new directory STAGE, the
+# root of the initramfs that build/conformance-kernel.sh boots: the kernel modules of the
+# unpacked Debian kernel package KDIR (release KVER; modules as .ko, .ko.xz or .ko.zst, all of
+# which the host's kmod reads) that nftables and veth need, busybox-static,
 # kmod (for the kernel's module autoloading), the host's nft and ip with their shared libraries,
-# TESTBIN (a static Go test binary) and an /init that runs it with -test.run PATTERN.
+# TESTBIN (a static Go test binary) and an /init that runs it with -test.run PATTERN and
+# -test.timeout TIMEOUT (a Go duration).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
-[ $# -eq 5 ] || die "usage: $0 KDIR KVER TESTBIN PATTERN STAGE"
-kdir=$1 kver=$2 testbin=$3 pattern=$4 stage=$5
+[ $# -eq 6 ] || die "usage: $0 KDIR KVER TESTBIN PATTERN TIMEOUT STAGE"
+kdir=$1 kver=$2 testbin=$3 pattern=$4 test_timeout=$5 stage=$6
 [ ! -e "$stage" ] || die "$stage exists"
 mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,run,tmp,etc,kpo} "$stage/lib/modules/$kver"
 mkdir -p "$stage/var" && ln -s ../run "$stage/var/run"
@@ -17,9 +19,12 @@ mkdir -p "$stage/var" && ln -s ../run "$stage/var/run"
 # with what they depend on (modules.dep lists every module's dependencies, transitively), and the
 # crc32c implementations that libcrc32c (under nf_tables and conntrack) asks for by softdep.
 mdir="$kdir/lib/modules/$kver"
-want=$(cd "$mdir" && find kernel/net/netfilter kernel/net/ipv4/netfilter kernel/net/ipv6/netfilter \
-	kernel/drivers/net/veth.ko kernel/crypto/crc32c_generic.ko kernel/arch/x86/crypto/crc32c-intel.ko \
-	-name '*.ko' | LC_ALL=C sort)
+want=$(cd "$mdir" && {
+	find kernel/net/netfilter kernel/net/ipv4/netfilter kernel/net/ipv6/netfilter -name '*.ko*'
+	find kernel/drivers/net kernel/crypto kernel/arch/x86/crypto -maxdepth 1 \( -name 'veth.ko*' -o -name 'crc32c*.ko*' \)
+} | LC_ALL=C sort)
+echo "$want" | grep -q '/nf_tables\.ko' || die "no nf_tables module in $mdir"
+echo "$want" | grep -q '/veth\.ko' || die "no veth module in $mdir"
 all=$( (echo "$want"; for m in $want; do
 	awk -v m="$m:" '$1 == m { for (i = 2; i <= NF; i++) print $i }' "$mdir/modules.dep"
 done) | LC_ALL=C sort -u)
@@ -57,5 +62,6 @@ done
 
 cp "$testbin" "$stage/kpo/nftables.test"
 printf '%s\n' "$pattern" >"$stage/kpo/run-pattern"
-cp "$here/kernel61-init.sh" "$stage/init"
+printf '%s\n' "$test_timeout" >"$stage/kpo/test-timeout"
+cp "$here/kernel-init.sh" "$stage/init"
 chmod 0755 "$stage/init"
