@@ -274,7 +274,7 @@ func TestSharedAffinityPruning(t *testing.T) {
 func TestSharedAffinitySetAddedOncePerWritingSync(t *testing.T) {
 	nft, fp := NewFakeProxier(v1.IPv4Protocol)
 	rec := &txText{Interface: nft}
-	fp.nftables = fakeTxText{txText: rec, fake: nft}
+	fp.nftables = rec
 	fp.maxTransactionOps = 20
 	setSplitTestCluster(fp, 1)
 	if err := fp.syncProxyRules(); err != nil {
@@ -328,7 +328,7 @@ func TestRealKernelSharedAffinity(t *testing.T) {
 			nftFamily, listFamily := kernelFamily(family)
 			real, run := realNFT(t, nftFamily)
 			_, fp := NewFakeProxier(family)
-			fp.nftables = real
+			useKernel(fp, real)
 			linkKernel(t, fp, real)
 			setShapeTestService(t, fp, family, 3, true)
 			listed := run("list", "table", listFamily, kubeProxyTable)
@@ -339,7 +339,7 @@ func TestRealKernelSharedAffinity(t *testing.T) {
 			// The kernel lists the rules as written: a restart writes no chain.
 			rec := &txText{Interface: real}
 			_, restarted := NewFakeProxier(family)
-			restarted.nftables = rec
+			useKernel(restarted, rec)
 			linkKernel(t, restarted, real)
 			setShapeTestService(t, restarted, family, 3, true)
 			if written := rec.writtenServiceChains(0); len(written) != 0 {

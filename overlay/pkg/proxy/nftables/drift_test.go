@@ -40,15 +40,6 @@ func (r *txText) Run(ctx context.Context, tx *knftables.Transaction) error {
 	return r.Interface.Run(ctx, tx)
 }
 
-// fakeTxText is a txText over knftables' Fake that, like the Fake, can dump its table (which the
-// drift check reads instead of running nft).
-type fakeTxText struct {
-	*txText
-	fake *knftables.Fake
-}
-
-func (f fakeTxText) Dump() string { return f.fake.Dump() }
-
 var serviceChainOpRegexp = regexp.MustCompile(`(?m)^(add|flush|delete) (chain|rule) ip6? kube-proxy (\S+/\S+)`)
 
 // writtenServiceChains returns the service-port chains that the transactions since index from
@@ -79,7 +70,7 @@ func periodicFullSync(t *testing.T, fp *Proxier) {
 func TestDriftOnlyFullSync(t *testing.T) {
 	nft, fp := NewFakeProxier(v1.IPv4Protocol)
 	rec := &txText{Interface: nft}
-	fp.nftables = fakeTxText{txText: rec, fake: nft}
+	fp.nftables = rec
 	setSplitTestCluster(fp, 1)
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatal(err)
@@ -149,7 +140,7 @@ func TestParseListedChains(t *testing.T) {
 		"\t\tnumgen random mod 2 0 meta l4proto tcp dnat to 10.180.0.1:80\n" +
 		"\t\tmeta l4proto tcp dnat to 10.180.0.2:80\n\t}\n\n" +
 		"\tchain endpoint-2OCDJSZQ-ns1/svc1/tcp/p80__10.180.0.1/80 {\n\t}\n}\n"
-	got := parseListedChains(listing)
+	got := parseListing(listing).chains
 	written := map[string]uint64{}
 	hashChainText("add chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n"+
 		"flush chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n"+
@@ -207,7 +198,7 @@ func TestRestartOverIntactTableRewritesNothing(t *testing.T) {
 	// finds every service-port chain as it would write it.
 	_, restarted := NewFakeProxier(v1.IPv4Protocol)
 	rec := &txText{Interface: nft}
-	restarted.nftables = fakeTxText{txText: rec, fake: nft}
+	restarted.nftables = rec
 	setSplitTestCluster(restarted, 1)
 	if err := restarted.syncProxyRules(); err != nil {
 		t.Fatal(err)
@@ -222,7 +213,7 @@ func TestRestartOverIntactTableRewritesNothing(t *testing.T) {
 	// A restart with different Services re-writes exactly the ports that changed.
 	_, changed := NewFakeProxier(v1.IPv4Protocol)
 	rec = &txText{Interface: nft}
-	changed.nftables = fakeTxText{txText: rec, fake: nft}
+	changed.nftables = rec
 	setSplitTestCluster(changed, 2)
 	if err := changed.syncProxyRules(); err != nil {
 		t.Fatal(err)

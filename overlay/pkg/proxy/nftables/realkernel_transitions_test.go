@@ -101,7 +101,7 @@ func checkedProxier(t *testing.T, maxOps int) (*checkedNFT, func(args ...string)
 	real, run := realNFT(t, knftables.IPv4Family)
 	checked := &checkedNFT{Interface: real}
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
-	fp.nftables = checked
+	useKernel(fp, checked)
 	frozenClock(fp)
 	linkKernel(t, fp, real)
 	fp.maxTransactionOps = maxOps
@@ -348,7 +348,7 @@ func TestRealKernelTakeOverLocalAffinityService(t *testing.T) {
 		t.Run(fmt.Sprintf("maxOps %d", maxOps), func(t *testing.T) {
 			refReal, refRun := realNFT(t, knftables.IPv4Family)
 			_, ref := NewFakeProxier(v1.IPv4Protocol)
-			ref.nftables = refReal
+			useKernel(ref, refReal)
 			frozenClock(ref)
 			makeServiceMap(ref, service(v1.ServiceExternalTrafficPolicyCluster))
 			populateEndpointSlices(ref, slice)
@@ -357,7 +357,7 @@ func TestRealKernelTakeOverLocalAffinityService(t *testing.T) {
 
 			real, run := realNFT(t, knftables.IPv4Family)
 			_, old := NewFakeProxier(v1.IPv4Protocol)
-			old.nftables = real
+			useKernel(old, real)
 			frozenClock(old)
 			old.upstreamRuleShapes = true
 			makeServiceMap(old, service(v1.ServiceExternalTrafficPolicyLocal))
@@ -370,7 +370,7 @@ func TestRealKernelTakeOverLocalAffinityService(t *testing.T) {
 			}
 
 			_, fp := NewFakeProxier(v1.IPv4Protocol)
-			fp.nftables = real
+			useKernel(fp, real)
 			frozenClock(fp)
 			linkKernel(t, fp, real)
 			fp.maxTransactionOps = maxOps
@@ -450,7 +450,7 @@ func TestRealKernelAffinityPruneAfterCommit(t *testing.T) {
 func TestRealKernelAffinitySetResized(t *testing.T) {
 	real, run := realNFT(t, knftables.IPv4Family)
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
-	fp.nftables = real
+	useKernel(fp, real)
 	frozenClock(fp)
 	setShapeTestService(t, fp, v1.IPv4Protocol, 10, true)
 	set := func() string { return run("list", "set", "ip", kubeProxyTable, clientAffinitySet) }

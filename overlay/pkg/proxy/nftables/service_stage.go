@@ -18,6 +18,7 @@ package nftables
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"time"
 
@@ -44,11 +45,11 @@ import (
 // the last successful sync generated for those ports (knownObjects): its Go cost is
 // O(changed), not O(cluster).
 
-// minParallelServicePorts is the fewest service ports for which the stage starts workers; below
-// it, generation runs on the sync's goroutine. A service port takes some 10 to 20µs to
-// generate, and starting and joining a worker costs about as much as one or two of them, so a
-// partial sync of a few Services stays serial (see bench/sync).
-var minParallelServicePorts = 32
+// minParallelServicePorts is the fewest service ports for which the stage starts workers (a
+// Proxier's minParallelPorts of 0 means it); below it, generation runs on the sync's goroutine.
+// Starting and joining a worker costs about as much as generating one or two service ports, so
+// a partial sync of a few Services stays serial (bench/RESULTS.md, "Figures behind constants").
+const minParallelServicePorts = 32
 
 // stageVerb is what the merge does with a recorded entry.
 type stageVerb uint8
@@ -280,16 +281,7 @@ func (proxier *Proxier) portsOf(services sets.Set[types.NamespacedName]) []proxy
 
 // compareServicePortNames orders service ports by namespace, name, port name and protocol.
 func compareServicePortNames(a, b proxy.ServicePortName) int {
-	if a.Namespace != b.Namespace {
-		return cmp.Compare(a.Namespace, b.Namespace)
-	}
-	if a.Name != b.Name {
-		return cmp.Compare(a.Name, b.Name)
-	}
-	if a.Port != b.Port {
-		return cmp.Compare(a.Port, b.Port)
-	}
-	return cmp.Compare(a.Protocol, b.Protocol)
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Protocol, b.Protocol))
 }
 
 // listExisting lists the table's chains and affinity sets for a walkAll sync. If listing
@@ -307,7 +299,7 @@ func (st *servicePortStage) listExisting() {
 		st.noteListedSets(k.sets)
 		return
 	}
-	all, err := st.proxier.listObjects()
+	all, err := st.proxier.nftables.ListAll(context.TODO())
 	if err != nil {
 		st.proxier.logger.Error(err, "Failed to list existing nftables objects")
 		return
@@ -334,7 +326,7 @@ func (st *servicePortStage) noteListedSets(names []string) {
 
 // workers returns how many workers generate n service ports.
 func (st *servicePortStage) workers(n int) int {
-	if n < minParallelServicePorts {
+	if n < cmp.Or(st.proxier.minParallelPorts, minParallelServicePorts) {
 		return 1
 	}
 	return workerpool.Size(st.proxier.syncWorkers)

@@ -17,6 +17,7 @@ limitations under the License.
 package nftables
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,17 +50,12 @@ import (
 // sets, and to name a new anonymous set (a set or map literal in a rule, such as upstream's
 // numgen vmap, which service ports with many endpoints keep) it reads the name of every set in
 // the table. So an operation that names or creates a set, in a table of S sets, costs about S
-// set visits, on top of itself. Measured on kernel 6.18: the five 5,000-operation transactions
-// of a cold start with 50 endpoints per service port took 187, 410, 685, 977 and 1,258 ms of
-// kernel time as the anonymous sets grew to 6,000, and taking over upstream's affinity table
-// (12,000 per-endpoint sets, deleted as the service ports are re-written) took 2,007 ms for the
-// first 5,000 operations and 130 ms for the last. So each such operation counts as S/setScan
-// operations more.
+// set visits, on top of itself, and counts as S/setScan operations more (bench/RESULTS.md,
+// "Figures behind constants", has the measurements).
 
-// setScan is how many sets the kernel visits, to find or name a set, in the time of one plain
-// operation of a transaction: about 150 to 190 ns per set against about 20 µs per operation,
-// measured on kernel 6.18 with nft 1.0.6. A variable for tests.
-var setScan = 100
+// defaultSetScan is how many sets the kernel visits, to find or name a set, in the time of one
+// plain operation of a transaction (a Proxier's setScan of 0 means it).
+const defaultSetScan = 100
 
 // txSplitter queues the transactions of one sync.
 type txSplitter struct {
@@ -79,8 +75,9 @@ type txSplitter struct {
 	setsCounted bool
 	countSets   func() (int, map[string]int)
 	// surcharge is the weight, beyond one per operation, of the current transaction's
-	// operations that name or create sets.
+	// operations that name or create sets; setScan is defaultSetScan unless set.
 	surcharge int
+	setScan   int
 	// mode is the sync's strategy (recovery.go). cleanupFrom is the index, in the sync's
 	// transactions, of the first one that holds clean-up (set by beginCleanup).
 	mode        fallback
@@ -96,13 +93,13 @@ type txSplitter struct {
 //
 // It also plans the sync's strategy (planFallback): it must be called after setupNFTables.
 func (proxier *Proxier) newTxSplitter() *txSplitter {
-	s := &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily), proxier: proxier}
+	s := &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily), proxier: proxier, setScan: proxier.setScan}
 	s.mode = proxier.planFallback()
 	if s.mode == fallbackWhole {
 		s.max = 0
 	}
 	if link := proxier.kernelLink; link != nil {
-		table := proxier.linkTable()
+		table := linkTableName(proxier.ipFamily)
 		s.countSets = func() (int, map[string]int) { return link.setCounts(table) }
 		s.link, s.table = proxier.trackingLink()
 	}
@@ -135,7 +132,7 @@ func (s *txSplitter) weighSets(n, delta int) {
 		return
 	}
 	s.count()
-	s.surcharge += n * (s.sets / setScan)
+	s.surcharge += n * (s.sets / cmp.Or(s.setScan, defaultSetScan))
 	s.sets = max(0, s.sets+delta)
 }
 
@@ -267,7 +264,7 @@ func (proxier *Proxier) trackingLink() (*nftLink, string) {
 	if proxier.kernelLink == nil || proxier.rewriteAllOnFullSync {
 		return nil, ""
 	}
-	return proxier.kernelLink, proxier.linkTable()
+	return proxier.kernelLink, linkTableName(proxier.ipFamily)
 }
 
 // portSetOps is what a service port's recorded chain and rule operations do to sets: counted

@@ -352,11 +352,10 @@ func TestSplitterWeighsSetOperations(t *testing.T) {
 }
 
 func TestSetOperationsMakeTransactionsSmaller(t *testing.T) {
-	defer func(old int) { setScan = old }(setScan)
 	const maxOps = 50
 	sync := func(scan int) *recordingNFT {
-		setScan = scan
 		rec, fp := newSplitTestProxier(maxOps)
+		fp.setScan = scan
 		fp.upstreamRuleShapes = true // one anonymous vmap per service port, per-endpoint affinity sets
 		setSplitTestCluster(fp, 1)
 		if err := fp.syncProxyRules(); err != nil {
