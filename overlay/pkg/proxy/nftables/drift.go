@@ -132,8 +132,8 @@ func ruleText(r *knftables.Rule) string {
 	return r.Rule + " comment " + strconv.Quote(*r.Comment)
 }
 
-// chainWritesOf returns what the operations of rec write to its chains, as hashChainText would
-// find them in the operations' nft text: a created chain (added and flushed) starts empty, and
+// chainWritesOf returns what the operations of rec write to its chains, as nft would list them
+// after the operations: a created chain (added and flushed) starts empty, and
 // each added rule extends its chain's hash. A rule for a chain that rec did not create, or one
 // placed by index or handle, leaves that chain unknown. It only reads rec.
 func chainWritesOf(rec *servicePortRecorder) []chainWrite {
@@ -189,32 +189,6 @@ func nftCommands(text string) iter.Seq[[]string] {
 	}
 }
 
-// hashChainText hashes the chains in nft command text (a transaction, or knftables' Fake's
-// dump): "add chain" starts an unknown chain empty, "flush chain" empties a chain, "add rule"
-// extends it, "delete chain" forgets it, and any other rule operation leaves it unknown.
-func hashChainText(text string, hashes map[string]uint64) {
-	for f := range nftCommands(text) {
-		if len(f) < 5 || f[1] != "chain" && f[1] != "rule" {
-			continue
-		}
-		chain := f[4]
-		switch {
-		case f[1] == "chain" && (f[0] == "add" || f[0] == "flush"):
-			if _, ok := hashes[chain]; !ok || f[0] == "flush" {
-				hashes[chain] = fnvOffset64
-			}
-		case f[1] == "chain" && (f[0] == "delete" || f[0] == "destroy"):
-			delete(hashes, chain)
-		case f[1] == "rule" && f[0] == "add" && len(f) == 6:
-			if h, ok := hashes[chain]; ok {
-				hashes[chain] = hashRule(h, f[5])
-			}
-		case f[1] == "rule":
-			delete(hashes, chain)
-		}
-	}
-}
-
 // listingResult is the outcome of a listing that ran on its own goroutine.
 type listingResult struct {
 	kernel *kernelListing
@@ -223,21 +197,22 @@ type listingResult struct {
 
 // prefetchDriftListing starts, at the start of a full sync that will check for drift, the
 // listing of the table on a goroutine of its own, so that nft lists the table (seconds on a
-// large one) while setupNFTables reads kube-proxy's maps and sets; startDriftCheck collects it.
-// Both only read the kernel, and the sync writes nothing before startDriftCheck. Without a
-// driftReader it does nothing: startDriftCheck reads through knftables itself (apiReader).
-func (proxier *Proxier) prefetchDriftListing(fullSync bool) {
-	proxier.driftKernel = nil
+// large one) while setupNFTables reads kube-proxy's maps and sets; the sync hands what it
+// returns to startDriftCheck, which collects the listing. Both only read the kernel, and the
+// sync writes nothing before startDriftCheck. It returns nil, and starts nothing, when the sync
+// will not check for drift or the proxier has no driftReader (startDriftCheck then reads
+// through knftables itself, apiReader).
+func (proxier *Proxier) prefetchDriftListing(fullSync bool) <-chan listingResult {
 	reader := proxier.driftReader
 	if !fullSync || proxier.rewriteAllOnFullSync || reader == nil {
-		return
+		return nil
 	}
 	pending := make(chan listingResult, 1)
 	go func() {
 		kernel, err := reader.readTable(context.TODO())
 		pending <- listingResult{kernel, err}
 	}()
-	proxier.driftKernel = &kernelListing{pending: pending}
+	return pending
 }
 
 // tableReader returns the proxier's driftReader or, without one, an apiReader of its nftables.
@@ -248,44 +223,42 @@ func (proxier *Proxier) tableReader() tableReader {
 	return apiReader{nft: proxier.nftables}
 }
 
-// startDriftCheck prepares this sync's drift check: a full sync, unless
-// --full-sync-rewrite-all is set, lists the kernel's chains, or collects the listing that
-// prefetchDriftListing started. Otherwise, or if listing fails, the sync writes everything it
-// covers.
-func (proxier *Proxier) startDriftCheck(fullSync bool) {
-	prefetched := proxier.driftKernel
-	proxier.driftKernel = nil
+// startDriftCheck returns this sync's drift check: what a full sync, unless
+// --full-sync-rewrite-all is set or the sync must re-write everything (recovery.go), read of
+// the kernel's chains, or the listing that prefetchDriftListing started (prefetched; nil:
+// none). It returns nil, and the sync writes everything it covers, otherwise, or if listing
+// fails. The listing belongs to the sync: it is dropped when the sync ends.
+func (proxier *Proxier) startDriftCheck(prefetched <-chan listingResult, fullSync bool) *kernelListing {
 	if !fullSync || proxier.rewriteAllOnFullSync || proxier.recovery.rewriteAll {
-		if prefetched != nil && prefetched.pending != nil {
-			<-prefetched.pending // let the prefetch's goroutine end
+		if prefetched != nil {
+			<-prefetched // let the prefetch's goroutine end
 		}
-		return
+		return nil
 	}
 	var kernel *kernelListing
 	var err error
-	if prefetched != nil && prefetched.pending != nil {
-		r := <-prefetched.pending
+	if prefetched != nil {
+		r := <-prefetched
 		kernel, err = r.kernel, r.err
 	} else {
 		kernel, err = proxier.tableReader().readTable(context.TODO())
 	}
 	if err != nil {
 		proxier.logger.Error(err, "Cannot check the chains for drift; re-writing all of them")
-		return
+		return nil
 	}
-	proxier.driftKernel = kernel
+	return kernel
 }
 
-// chainsIntact reports whether the kernel holds every chain of writes with the same rules, so
-// that the sync can leave them alone. It only reads the proxier, so the stage's workers call
-// it concurrently.
+// intact reports whether the kernel, as k (nil: not read) lists it, holds every chain of writes
+// with the same rules, so that the sync can leave them alone. The stage's workers call it
+// concurrently.
 //
 // A chain whose text the netlink dump left unknown (kernelListing.unknown) does not need it
 // when its shape already shows that it differs. Only when every chain of writes is intact or
 // unknown, with no shape that differs, does the check list the table as text (once per sync,
 // through kernelListing.text) and compare the unknown chains with that listing.
-func (proxier *Proxier) chainsIntact(writes []chainWrite) bool {
-	k := proxier.driftKernel
+func (k *kernelListing) intact(writes []chainWrite) bool {
 	if k == nil || len(writes) == 0 {
 		return false
 	}

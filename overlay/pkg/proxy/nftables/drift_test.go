@@ -141,24 +141,28 @@ func TestParseListedChains(t *testing.T) {
 		"\t\tmeta l4proto tcp dnat to 10.180.0.2:80\n\t}\n\n" +
 		"\tchain endpoint-2OCDJSZQ-ns1/svc1/tcp/p80__10.180.0.1/80 {\n\t}\n}\n"
 	got := parseListing(listing).chains
-	written := map[string]uint64{}
-	hashChainText("add chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n"+
-		"flush chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n"+
-		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 numgen random mod 2 0 meta l4proto tcp dnat to 10.180.0.1:80\n"+
-		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 meta l4proto tcp dnat to 10.180.0.2:80\n"+
-		"add chain ip kube-proxy endpoint-2OCDJSZQ-ns1/svc1/tcp/p80__10.180.0.1/80\n", written)
+	// What the stage writes to the same chains, hashed as the drift check hashes it.
+	svc, ep := "service-ULMVA6XW-ns1/svc1/tcp/p80", "endpoint-2OCDJSZQ-ns1/svc1/tcp/p80__10.180.0.1/80"
+	write := func(rules ...string) []chainWrite {
+		rec := &servicePortRecorder{}
+		rec.ensureChain(svc, false)
+		for _, rule := range rules {
+			rec.Add(&knftables.Rule{Chain: svc, Rule: rule})
+		}
+		rec.ensureChain(ep, false)
+		return chainWritesOf(rec)
+	}
+	written := write("numgen random mod 2 0 meta l4proto tcp dnat to 10.180.0.1:80", "meta l4proto tcp dnat to 10.180.0.2:80")
 	if len(written) != 2 {
 		t.Fatalf("hashed %v, want the service and the endpoint chain", written)
 	}
-	for chain, h := range written {
-		if got[chain] != h {
-			t.Errorf("chain %s: listed hash %x, written hash %x", chain, got[chain], h)
+	for _, w := range written {
+		if got[w.chain] != w.hash {
+			t.Errorf("chain %s: listed hash %x, written hash %x", w.chain, got[w.chain], w.hash)
 		}
 	}
 	// One rule less must change the hash.
-	hashChainText("flush chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n"+
-		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 meta l4proto tcp dnat to 10.180.0.2:80\n", written)
-	if got["service-ULMVA6XW-ns1/svc1/tcp/p80"] == written["service-ULMVA6XW-ns1/svc1/tcp/p80"] {
+	if fewer := write("meta l4proto tcp dnat to 10.180.0.2:80"); got[svc] == fewer[0].hash {
 		t.Error("different rules gave the same hash")
 	}
 }
@@ -303,10 +307,9 @@ func TestChainsIntactListsTextOnlyWhenUndecided(t *testing.T) {
 					return &kernelListing{chains: tc.text}
 				}),
 			}
-			fp := &Proxier{driftKernel: k}
 			for range 2 { // the listing runs once however often it is needed
-				if got := fp.chainsIntact(tc.writes); got != tc.want {
-					t.Errorf("chainsIntact = %v, want %v", got, tc.want)
+				if got := k.intact(tc.writes); got != tc.want {
+					t.Errorf("intact = %v, want %v", got, tc.want)
 				}
 			}
 			if listings != tc.listings {

@@ -134,15 +134,16 @@ func (r *servicePortRecorder) keepAffinitySet(name string) {
 	r.sharedAffinity = r.proxier != nil && r.proxier.sharedAffinity()
 }
 
-// dropIntactChains leaves the service port's chains alone when the kernel holds them exactly
-// as recorded (see drift.go): it drops the recorded chain and rule operations, keeping the
-// elements, sets and names. It counts the chains it checked, and those it did not drop.
-func (r *servicePortRecorder) dropIntactChains() {
-	if r.proxier.driftKernel == nil || len(r.written) == 0 {
+// dropIntactChains leaves the service port's chains alone when the kernel, as the sync's drift
+// check k (nil: none) read it, holds them exactly as recorded (see drift.go): it drops the
+// recorded chain and rule operations, keeping the elements, sets and names. It counts the
+// chains it checked, and those it did not drop.
+func (r *servicePortRecorder) dropIntactChains(k *kernelListing) {
+	if k == nil || len(r.written) == 0 {
 		return
 	}
 	r.chainsChecked = len(r.written)
-	if !r.proxier.chainsIntact(r.written) {
+	if !k.intact(r.written) {
 		r.chainsRewritten = len(r.written)
 		return
 	}
@@ -161,6 +162,8 @@ func (r *servicePortRecorder) dropIntactChains() {
 type servicePortStage struct {
 	proxier *Proxier
 	start   time.Time
+	// kernel is the sync's drift check (startDriftCheck); nil: the sync re-writes everything.
+	kernel *kernelListing
 	// walkAll is set when the stage generates every service port, as upstream does: in a
 	// full sync, and in any sync that has no state from a successful sync to start from.
 	walkAll bool
@@ -209,13 +212,13 @@ type servicePortStage struct {
 	endpoints, noLocalInternal, noLocalExternal int
 }
 
-// newServicePortStage plans the stage of a sync that started at start. fullSync syncs are
-// walkAll; otherwise the stage covers the service ports of updatedServices and
+// newServicePortStage plans the stage of a sync that started at start, with the sync's drift
+// check kernel (nil: none). fullSync syncs are walkAll; otherwise the stage covers the service ports of updatedServices and
 // updatedEndpoints (the Services whose Service or EndpointSlices changed). The proxier's
 // known objects move into the stage and come back only with commit, so that a failed sync
 // leaves none and the next one is walkAll.
-func (proxier *Proxier) newServicePortStage(start time.Time, fullSync bool, updatedServices, updatedEndpoints sets.Set[types.NamespacedName]) *servicePortStage {
-	st := &servicePortStage{proxier: proxier, start: start, state: proxier.known, affinitySize: affinitySetSize(proxier.affinityEndpoints())}
+func (proxier *Proxier) newServicePortStage(start time.Time, fullSync bool, kernel *kernelListing, updatedServices, updatedEndpoints sets.Set[types.NamespacedName]) *servicePortStage {
+	st := &servicePortStage{proxier: proxier, start: start, kernel: kernel, state: proxier.known, affinitySize: affinitySetSize(proxier.affinityEndpoints())}
 	proxier.known = nil
 	if fullSync || st.state == nil {
 		st.walkAll = true
@@ -289,7 +292,7 @@ func compareServicePortNames(a, b proxy.ServicePortName) int {
 func (st *servicePortStage) listExisting() {
 	st.existingChains, st.existingAffinitySets = sets.New[string](), sets.New[string]()
 	// A drift-checked full sync has just listed the table: no second listing.
-	if k := st.proxier.driftKernel; k != nil && k.listedSets {
+	if k := st.kernel; k != nil && k.listedSets {
 		for chain := range k.chains {
 			st.existingChains.Insert(chain)
 		}
@@ -366,7 +369,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		rec.endpoints = len(proxier.endpointsMap[name])
 		generate(rec, name, proxier.svcPortMap[name])
 		rec.written = chainWritesOf(rec)
-		rec.dropIntactChains()
+		rec.dropIntactChains(st.kernel)
 		rec.countSetOps()
 		st.results[i] = rec
 		old := olds[i]

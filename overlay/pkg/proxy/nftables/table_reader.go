@@ -48,9 +48,6 @@ type tableReader interface {
 
 // kernelListing is what a drift check read from the kernel.
 type kernelListing struct {
-	// pending, when set, delivers the listing that prefetchDriftListing started; the other
-	// fields are then empty until startDriftCheck has received it.
-	pending chan listingResult
 	// chains are the table's chains, each with the hash of its rules.
 	chains map[string]uint64
 	// sets are the table's named sets, when the listing shows them (nft's does, the
@@ -62,7 +59,7 @@ type kernelListing struct {
 	drifted map[string]bool
 	// unknown are chains whose text the netlink dump could not resolve (they are not in
 	// chains), each with its shape. text, when set, lists the table as text the first time it
-	// is called, and returns that listing (nil if listing failed); see chainsIntact.
+	// is called, and returns that listing (nil if listing failed); see intact.
 	unknown map[string]chainShape
 	text    func() *kernelListing
 }
@@ -118,7 +115,7 @@ func newKernelReader(family v1.IPFamily, link *nftLink, logger klog.Logger) *ker
 // and every commit since was kube-proxy's own, it returns the remembered table (nftLink.quiet)
 // with no dump. Otherwise it reads the table over netlink and resolves the chains' text hashes
 // from their baselines (chain_baselines.go). Chains left unknown are returned with their
-// shapes, and with a text listing that runs only if chainsIntact needs it: it records baselines
+// shapes, and with a text listing that runs only if intact needs it: it records baselines
 // for every chain. A chain that certainly differs from what the sync writes needs no text (an
 // upgrade from another rule shape re-writes every service port without listing the table as
 // text).
