@@ -83,20 +83,11 @@ type servicePortRecorder struct {
 	elems        []elemEntry
 	chains       []string
 	affinitySets []string
-	// sharedAffinity is set when the port's rules use the shared affinity set.
-	sharedAffinity bool
 	// endpoints counts the service port's endpoints, for the sync's log line.
 	endpoints int
 	// noLocalInternal and noLocalExternal report a Local traffic policy without local
 	// endpoints, for the sync_proxy_rules_no_local_endpoints_total metric.
 	noLocalInternal, noLocalExternal bool
-	// chainsChecked and chainsRewritten count this port's chains in a drift check.
-	chainsChecked, chainsRewritten int
-	// written is what the port's operations write to its chains (see chainWritesOf), for
-	// a full sync's drift check.
-	written []chainWrite
-	// setOps is what the port's chain and rule operations do to sets, for the splitter.
-	setOps portSetOps
 }
 
 // Add records an "add" of obj, as knftables.Transaction.Add would queue it.
@@ -131,21 +122,22 @@ func (r *servicePortRecorder) ensureElem(storage *nftElementStorage, elem *knfta
 // affinity_shape.go).
 func (r *servicePortRecorder) keepAffinitySet(name string) {
 	r.affinitySets = append(r.affinitySets, r.proxier.affinityStateName(name))
-	r.sharedAffinity = r.proxier != nil && r.proxier.sharedAffinity()
 }
 
 // dropIntactChains leaves the service port's chains alone when the kernel, as the sync's drift
-// check k (nil: none) read it, holds them exactly as recorded (see drift.go): it drops the
-// recorded chain and rule operations, keeping the elements, sets and names. It counts the
-// chains it checked, and those it did not drop.
-func (r *servicePortRecorder) dropIntactChains(k *kernelListing) {
-	if k == nil || len(r.written) == 0 {
-		return
+// check k (nil: none) read it, holds them exactly as r records them (see drift.go): it drops the
+// recorded chain and rule operations, keeping the elements, sets and names. It returns how
+// many of the port's chains it checked, and how many of those it did not drop.
+func (r *servicePortRecorder) dropIntactChains(k *kernelListing) (checked, rewritten int) {
+	if k == nil {
+		return 0, 0
 	}
-	r.chainsChecked = len(r.written)
-	if !k.intact(r.written) {
-		r.chainsRewritten = len(r.written)
-		return
+	written := chainWritesOf(r)
+	if len(written) == 0 {
+		return 0, 0
+	}
+	if !k.intact(written) {
+		return len(written), len(written)
 	}
 	kept := r.entries[:0]
 	for _, e := range r.entries {
@@ -156,6 +148,14 @@ func (r *servicePortRecorder) dropIntactChains(k *kernelListing) {
 		kept = append(kept, e)
 	}
 	r.entries = kept
+	return len(written), 0
+}
+
+// portDerived is what a worker derives from a service port's recorder for the merge: how many
+// of its chains the drift check compared and re-writes, and what its operations do to sets.
+type portDerived struct {
+	checked, rewritten int
+	setOps             portSetOps
 }
 
 // servicePortStage is one sync's per-service-port stage.
@@ -170,11 +170,13 @@ type servicePortStage struct {
 	// state is what the last successful sync generated, updated as this sync goes; it
 	// becomes the proxier's only when the sync succeeds (commit).
 	state *knownObjects
-	// ports are the service ports to generate, sorted; results are their recorders, and
-	// objects the objects that each keeps alive.
+	// ports are the service ports to generate, sorted; results are their recorders, objects
+	// the objects that each keeps alive, and derived what the workers derived from each for the
+	// merge.
 	ports   []proxy.ServicePortName
 	results []*servicePortRecorder
 	objects []*portObjects
+	derived []portDerived
 	// removed (partial syncs) are service ports that the last sync generated and that are
 	// gone now.
 	removed []proxy.ServicePortName
@@ -351,6 +353,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	}()
 	st.results = make([]*servicePortRecorder, len(st.ports))
 	st.objects = make([]*portObjects, len(st.ports))
+	st.derived = make([]portDerived, len(st.ports))
 	st.unchanged = make([]bool, len(st.ports))
 	st.known = make([]bool, len(st.ports))
 	// The merge changes the known objects Service by Service (closeService), while the
@@ -368,9 +371,9 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		rec := &servicePortRecorder{proxier: proxier, entries: make([]stageEntry, 0, 12)}
 		rec.endpoints = len(proxier.endpointsMap[name])
 		generate(rec, name, proxier.svcPortMap[name])
-		rec.written = chainWritesOf(rec)
-		rec.dropIntactChains(st.kernel)
-		rec.countSetOps()
+		d := &st.derived[i]
+		d.checked, d.rewritten = rec.dropIntactChains(st.kernel)
+		d.setOps = countSetOps(rec)
 		st.results[i] = rec
 		old := olds[i]
 		st.known[i] = old != nil
@@ -410,10 +413,11 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		merged := tx.NumOperations()
 		st.deleteReplacedAffinitySets(tx, rec, splitter.mode == fallbackWhole)
 		deleted := tx.NumOperations() - merged
-		lookups, created := rec.setOperations(merged - before)
+		d := &st.derived[i]
+		lookups, created := d.setOps.operations(merged - before)
 		splitter.weighSets(lookups+deleted, created-deleted-splitter.freedSets(rec))
-		checked += rec.chainsChecked
-		rewritten += rec.chainsRewritten
+		checked += d.checked
+		rewritten += d.rewritten
 	})
 	if len(st.ports) > 0 {
 		st.closeService(tx, first, len(st.ports))
