@@ -477,26 +477,6 @@ func TestAffinitySetGrowsWithEndpoints(t *testing.T) {
 	}
 }
 
-// resizingFake is knftables' fake with one behaviour of the kernel that the fake lacks: adding a
-// set that exists, with another size, resizes it. Only the shared affinity set is resized so.
-type resizingFake struct{ *knftables.Fake }
-
-// affinitySizeOp finds the shared affinity set's size in an "add set" line of a transaction.
-var affinitySizeOp = regexp.MustCompile(`(?m)^add set \S+ \S+ ` + clientAffinitySet + ` \{.* size ([0-9]+) ;`)
-
-// Run runs tx on the fake and then applies the shared set's last size in tx, if any.
-func (f resizingFake) Run(ctx context.Context, tx *knftables.Transaction) error {
-	if err := f.Fake.Run(ctx, tx); err != nil {
-		return err
-	}
-	m := affinitySizeOp.FindAllStringSubmatch(tx.String(), -1)
-	if set := f.Table.Sets[clientAffinitySet]; set != nil && len(m) > 0 {
-		size, _ := strconv.ParseUint(m[len(m)-1][1], 10, 64)
-		set.Size = &size
-	}
-	return nil
-}
-
 // TestAffinitySetShrinksWithRemovedService: when a Service with ClientIP affinity goes, the
 // partial sync that removes it writes no rule that uses the shared set, yet re-adds the set
 // with the smaller size that the remaining endpoints need, as a fresh kube-proxy would write.

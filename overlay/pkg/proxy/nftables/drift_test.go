@@ -17,9 +17,7 @@ limitations under the License.
 package nftables
 
 import (
-	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -28,31 +26,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
 )
-
-// txText wraps any knftables.Interface and keeps the text of every transaction it runs.
-type txText struct {
-	knftables.Interface
-	texts []string
-}
-
-func (r *txText) Run(ctx context.Context, tx *knftables.Transaction) error {
-	r.texts = append(r.texts, tx.String())
-	return r.Interface.Run(ctx, tx)
-}
-
-var serviceChainOpRegexp = regexp.MustCompile(`(?m)^(add|flush|delete) (chain|rule) ip6? kube-proxy (\S+/\S+)`)
-
-// writtenServiceChains returns the service-port chains that the transactions since index from
-// touched.
-func (r *txText) writtenServiceChains(from int) map[string]bool {
-	chains := map[string]bool{}
-	for _, text := range r.texts[from:] {
-		for _, m := range serviceChainOpRegexp.FindAllStringSubmatch(text, -1) {
-			chains[m[3]] = true
-		}
-	}
-	return chains
-}
 
 // periodicFullSync makes fp's next sync a periodic full sync (upstream's hour has passed, and no
 // failure forces one) and runs it.

@@ -17,7 +17,6 @@ limitations under the License.
 package nftables
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,41 +36,6 @@ import (
 
 // Transitions on the real kernel: a take-over of another shape's table, failed reads and
 // commits between bounded transactions, and syncs that would fail the same way for ever.
-
-// checkedNFT runs transactions through the real kernel. refuse, when set, is asked first about
-// each transaction (numbered from 1) and refuses it, as the kernel would, by returning an error.
-// after, when set, runs after each transaction that committed. A ListElements of the map or set
-// failListing fails.
-type checkedNFT struct {
-	knftables.Interface
-	runs        int
-	refuse      func(n int, tx *knftables.Transaction) error
-	after       func()
-	failListing string
-}
-
-func (c *checkedNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
-	c.runs++
-	if c.refuse != nil {
-		if err := c.refuse(c.runs, tx); err != nil {
-			return err
-		}
-	}
-	if err := c.Interface.Run(ctx, tx); err != nil {
-		return err
-	}
-	if c.after != nil {
-		c.after()
-	}
-	return nil
-}
-
-func (c *checkedNFT) ListElements(ctx context.Context, objectType, name string) ([]*knftables.Element, error) {
-	if name != "" && name == c.failListing {
-		return nil, fmt.Errorf("injected failure listing %s %s", objectType, name)
-	}
-	return c.Interface.ListElements(ctx, objectType, name)
-}
 
 // fallbacksTotal returns kubeproxy_sync_proxy_rules_nftables_fallbacks_total for IPv4 and reason.
 func fallbacksTotal(t *testing.T, reason string) float64 {
