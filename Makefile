@@ -92,11 +92,15 @@ test: deps-test $(BIN) $(UPSTREAM_BIN) $(PRISTINE)/.upstream-tag
 	build/conformance.sh $(PRISTINE) $(BIN) $(UPSTREAM_BIN)
 
 # bench-fleet simulates a fleet of nodes joining together and reports how many full-sync at once,
-# driving the real schedule code (pkg/proxy/fullsync) from the patched tree; its last table puts
-# the defaults beside upstream for a fleet that joined within a minute and one that joined evenly
-# over a day.
+# driving the real schedule code (pkg/proxy/fullsync) from the patched tree: bench/fleet is laid
+# into test/fleetsim of a hard-linked copy of that tree. Its last table puts the defaults beside
+# upstream for a fleet that joined within a minute and one that joined evenly over a day.
+FLEET_SRC := _output/bench-fleet/$(UPSTREAM)
 bench-fleet: $(PATCHED)/.upstream-tag
-	cd $(PATCHED) && go run ./test/fleetsim $(FLEET_ARGS)
+	rm -rf $(FLEET_SRC) && mkdir -p $(dir $(FLEET_SRC))
+	cp -al $(PATCHED) $(FLEET_SRC) 2>/dev/null || { rm -rf $(FLEET_SRC); cp -r $(PATCHED) $(FLEET_SRC); }
+	mkdir -p $(FLEET_SRC)/test/fleetsim && cp bench/fleet/*.go $(FLEET_SRC)/test/fleetsim/
+	cd $(FLEET_SRC) && go run -tags benchfleet ./test/fleetsim $(FLEET_ARGS)
 
 verify-reproducible: $(BIN)
 	build/verify-reproducible.sh $(BIN)

@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -165,5 +164,3 @@ func (o Options) SizesFor(s Shape) []int {
 	}
 	return s.DefaultSizes
 }
-
-var _ = os.Getenv

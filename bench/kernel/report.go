@@ -4,8 +4,6 @@ package main
 
 import (
 	"fmt"
-	"math"
-	"sort"
 	"strings"
 	"time"
 )
@@ -309,16 +307,3 @@ func floorOf(r *SizeRun, phase string) *Floor {
 	}
 	return nil
 }
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	k := make([]string, 0, len(m))
-	for s := range m {
-		k = append(k, s)
-	}
-	sort.Strings(k)
-	return k
-}
-
-var _ = math.NaN
-var _ = strings.Join

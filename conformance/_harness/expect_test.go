@@ -3,7 +3,8 @@ package kpconformance
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -56,7 +57,7 @@ func expectPods(ctx context.Context, t target, n, targetPort int, allowed, mustS
 		}
 		for _, p := range mustSee {
 			if !seen[p.name] {
-				return fmt.Errorf("%v: %d probes never reached %s (saw %v)", t, n, p.name, keys(seen))
+				return fmt.Errorf("%v: %d probes never reached %s (saw %v)", t, n, p.name, slices.Sorted(maps.Keys(seen)))
 			}
 		}
 		return nil
@@ -154,14 +155,5 @@ func names(ps []pod) []string {
 	for _, p := range ps {
 		s = append(s, p.name)
 	}
-	return s
-}
-
-func keys(m map[string]bool) []string {
-	var s []string
-	for k := range m {
-		s = append(s, k)
-	}
-	sort.Strings(s)
 	return s
 }

@@ -26,15 +26,11 @@ func benchConfigure(p *Proxier, workers int) {
 	p.maxTransactionOps = 5000
 }
 
-// benchForcePool makes partial syncs of any size use the worker pool (on), or restores the
-// threshold (off).
-func benchForcePool(on bool) {
+// benchForcePool makes p's partial syncs of any size use the worker pool (on), or restores the
+// proxier's own threshold (off).
+func benchForcePool(p *Proxier, on bool) {
+	p.minParallelPorts = 0
 	if on {
-		minParallelServicePorts = 0
-	} else {
-		minParallelServicePorts = benchThreshold
+		p.minParallelPorts = 1
 	}
 }
-
-// benchThreshold is the proxier's own threshold.
-var benchThreshold = minParallelServicePorts

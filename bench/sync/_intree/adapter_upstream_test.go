@@ -27,4 +27,4 @@ func benchConfigure(p *Proxier, workers int) {
 }
 
 // benchForcePool does nothing: upstream has no pool.
-func benchForcePool(bool) {}
+func benchForcePool(*Proxier, bool) {}

@@ -264,14 +264,14 @@ func TestBenchSync(t *testing.T) {
 			for round := 0; round < max(partials, 1); round++ {
 				for _, bw := range []int{1, w} {
 					benchConfigure(p, bw)
-					benchForcePool(true)
+					benchForcePool(p, true)
 					for j := 0; j < min(k, services); j++ {
 						change((round*k + j*7919) % services)
 					}
 					r := measure(p, nft)
 					r.Batch = k
 					emit(r, "batch", bw)
-					benchForcePool(false)
+					benchForcePool(p, false)
 				}
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -194,7 +195,7 @@ func Build(o Options) (*Result, error) {
 	res := &Result{}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, arch := range arches {
-		if o.Base == "" && !contains(lock.Arches, arch) {
+		if o.Base == "" && !slices.Contains(lock.Arches, arch) {
 			return nil, fmt.Errorf("%s records no packages for %s (it has %s)", o.LockPath, arch, strings.Join(lock.Arches, ", "))
 		}
 		bin := o.Binaries[arch]
@@ -224,15 +225,6 @@ func Build(o Options) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // buildOne makes arch's image from binary: the base (arch's recorded packages, or o.Base's

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -292,20 +293,11 @@ func (l *Lock) checkArches() error {
 		if len(as) == 1 && as[0] == "all" {
 			continue
 		}
-		if len(as) != len(l.Arches) || contains(as, "all") {
+		if len(as) != len(l.Arches) || slices.Contains(as, "all") {
 			return fmt.Errorf("packages.lock: %s is recorded for %s; an architecture-specific package needs one line per architecture (%s)", n, strings.Join(as, ", "), strings.Join(l.Arches, " "))
 		}
 	}
 	return nil
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Format renders the lock file. Comments go in the header, one per line.

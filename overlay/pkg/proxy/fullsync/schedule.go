@@ -162,37 +162,37 @@ func (s *Schedule) String() string {
 	return fmt.Sprintf("period=%v jitter=%v splay=%v offset=%v", s.cfg.Period, s.cfg.Jitter, s.cfg.Splay, s.Offset())
 }
 
-// SlotIndex returns the index k of the last slot at or before t, that is the
-// largest k with SlotTime(k) <= t. It returns 0 when the schedule is disabled.
-func (s *Schedule) SlotIndex(t time.Time) int64 {
+// slotIndex returns the index k of the last slot at or before t, that is the
+// largest k with slotTime(k) <= t. It returns 0 when the schedule is disabled.
+func (s *Schedule) slotIndex(t time.Time) int64 {
 	if !s.Enabled() {
 		return 0
 	}
 	return floorDiv(t.UnixNano()-s.offset, int64(s.cfg.Period))
 }
 
-// SlotTime returns the nominal time of slot k: Unix epoch + offset +
+// slotTime returns the nominal time of slot k: Unix epoch + offset +
 // k*period. It returns the zero time when the schedule is disabled.
-func (s *Schedule) SlotTime(k int64) time.Time {
+func (s *Schedule) slotTime(k int64) time.Time {
 	if !s.Enabled() {
 		return time.Time{}
 	}
 	return time.Unix(0, s.slotNanos(k))
 }
 
-// SyncTime returns the time of the periodic full sync of slot k: SlotTime(k)
+// syncTime returns the time of the periodic full sync of slot k: slotTime(k)
 // moved by the jitter draw of slot k, which lies in
 // [-Jitter*Period/2, +Jitter*Period/2] and depends only on the seed and k.
-// SyncTime is strictly increasing in k. It returns the zero time when the
+// syncTime is strictly increasing in k. It returns the zero time when the
 // schedule is disabled.
-func (s *Schedule) SyncTime(k int64) time.Time {
+func (s *Schedule) syncTime(k int64) time.Time {
 	if !s.Enabled() {
 		return time.Time{}
 	}
 	return time.Unix(0, s.syncNanos(k))
 }
 
-// Next returns the earliest periodic full-sync time (SyncTime(k) for some k)
+// Next returns the earliest periodic full-sync time (syncTime(k) for some k)
 // that is strictly after after, in after's location. It returns the zero time
 // when the schedule is disabled.
 func (s *Schedule) Next(after time.Time) time.Time {
@@ -212,12 +212,12 @@ func (s *Schedule) Next(after time.Time) time.Time {
 	return time.Unix(0, s.syncNanos(k)).In(after.Location())
 }
 
-// slotNanos is SlotTime(k) in nanoseconds since the Unix epoch.
+// slotNanos is slotTime(k) in nanoseconds since the Unix epoch.
 func (s *Schedule) slotNanos(k int64) int64 {
 	return s.offset + k*int64(s.cfg.Period)
 }
 
-// syncNanos is SyncTime(k) in nanoseconds since the Unix epoch.
+// syncNanos is syncTime(k) in nanoseconds since the Unix epoch.
 func (s *Schedule) syncNanos(k int64) int64 {
 	return s.slotNanos(k) + s.jitterNanos(k)
 }

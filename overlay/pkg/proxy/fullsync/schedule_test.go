@@ -261,9 +261,9 @@ func TestPeriodWithoutJitter(t *testing.T) {
 				if r := (prev.UnixNano() - offset) % int64(tc.period); r != 0 {
 					t.Fatalf("sync at %v is %v past a slot boundary, want 0", prev, time.Duration(r))
 				}
-				k := s.SlotIndex(prev)
-				if !s.SlotTime(k).Equal(prev) || !s.SyncTime(k).Equal(prev) {
-					t.Fatalf("slot %d: SlotTime %v, SyncTime %v, want both %v", k, s.SlotTime(k), s.SyncTime(k), prev)
+				k := s.slotIndex(prev)
+				if !s.slotTime(k).Equal(prev) || !s.syncTime(k).Equal(prev) {
+					t.Fatalf("slot %d: slotTime %v, syncTime %v, want both %v", k, s.slotTime(k), s.syncTime(k), prev)
 				}
 				next := s.Next(prev)
 				if d := next.Sub(prev); d != tc.period {
@@ -304,26 +304,26 @@ func TestJitterBoundsAndOrder(t *testing.T) {
 					}
 					s := mustSchedule(t, cfg, seed)
 					again := mustSchedule(t, cfg, seed)
-					first := s.SlotIndex(t0) - slots/2
-					prev := s.SyncTime(first - 1)
+					first := s.slotIndex(t0) - slots/2
+					prev := s.syncTime(first - 1)
 					for k := first; k < first+slots; k++ {
-						sync := s.SyncTime(k)
-						d := float64(sync.Sub(s.SlotTime(k)))
+						sync := s.syncTime(k)
+						d := float64(sync.Sub(s.slotTime(k)))
 						if math.Abs(d) > half {
 							t.Fatalf("seed %d slot %d: sync %v from slot, outside +-%v", seed, k, time.Duration(d), time.Duration(half))
 						}
 						if !sync.After(prev) {
 							t.Fatalf("seed %d slot %d: sync %v not after previous slot's sync %v", seed, k, sync, prev)
 						}
-						if !s.SyncTime(k).Equal(sync) || !again.SyncTime(k).Equal(sync) {
-							t.Fatalf("seed %d slot %d: SyncTime is not a pure function of (seed, slot)", seed, k)
+						if !s.syncTime(k).Equal(sync) || !again.syncTime(k).Equal(sync) {
+							t.Fatalf("seed %d slot %d: syncTime is not a pure function of (seed, slot)", seed, k)
 						}
 						// Next from just before a sync finds it; from the sync
 						// itself, the following one.
 						if got := s.Next(sync.Add(-1)); !got.Equal(sync) {
 							t.Fatalf("seed %d slot %d: Next(sync-1ns) = %v, want %v", seed, k, got, sync)
 						}
-						if got, want := s.Next(sync), s.SyncTime(k+1); !got.Equal(want) {
+						if got, want := s.Next(sync), s.syncTime(k+1); !got.Equal(want) {
 							t.Fatalf("seed %d slot %d: Next(sync) = %v, want %v", seed, k, got, want)
 						}
 						rel := d / (2 * half) // in [-0.5, 0.5]
@@ -356,13 +356,13 @@ func TestJitterBoundsAndOrder(t *testing.T) {
 func TestJitterDependsOnSeedAndSlot(t *testing.T) {
 	cfg := Config{Period: time.Hour, Jitter: 0.5}
 	a, b := mustSchedule(t, cfg, 1), mustSchedule(t, cfg, 2)
-	k := a.SlotIndex(t0)
+	k := a.slotIndex(t0)
 	sameSeed, sameSlot := 0, 0
 	for i := range int64(100) {
-		if a.SyncTime(k + i).Equal(b.SyncTime(k + i)) {
+		if a.syncTime(k + i).Equal(b.syncTime(k + i)) {
 			sameSeed++
 		}
-		if a.SyncTime(k+i).Sub(a.SlotTime(k+i)) == a.SyncTime(k+i+1).Sub(a.SlotTime(k+i+1)) {
+		if a.syncTime(k+i).Sub(a.slotTime(k+i)) == a.syncTime(k+i+1).Sub(a.slotTime(k+i+1)) {
 			sameSlot++
 		}
 	}
@@ -393,14 +393,14 @@ func TestNextAgainstBruteForce(t *testing.T) {
 			if !got.After(after) {
 				t.Fatalf("%+v: Next(%v) = %v, not after it", cfg, after, got)
 			}
-			base := s.SlotIndex(after)
-			if s.SlotTime(base).After(after) || !s.SlotTime(base+1).After(after) {
-				t.Fatalf("%+v: SlotIndex(%v) = %d, but slot %d is at %v", cfg, after, base, base, s.SlotTime(base))
+			base := s.slotIndex(after)
+			if s.slotTime(base).After(after) || !s.slotTime(base+1).After(after) {
+				t.Fatalf("%+v: slotIndex(%v) = %d, but slot %d is at %v", cfg, after, base, base, s.slotTime(base))
 			}
 			var want time.Time
 			wantK := int64(0)
 			for k := base - 3; k <= base+3; k++ {
-				if st := s.SyncTime(k); st.After(after) && (want.IsZero() || st.Before(want)) {
+				if st := s.syncTime(k); st.After(after) && (want.IsZero() || st.Before(want)) {
 					want, wantK = st, k
 				}
 			}
@@ -425,14 +425,14 @@ func TestDisabledSchedule(t *testing.T) {
 	if got := s.Next(t0); !got.IsZero() {
 		t.Errorf("Next() = %v, want zero time", got)
 	}
-	if got := s.SyncTime(3); !got.IsZero() {
-		t.Errorf("SyncTime() = %v, want zero time", got)
+	if got := s.syncTime(3); !got.IsZero() {
+		t.Errorf("syncTime() = %v, want zero time", got)
 	}
-	if got := s.SlotTime(3); !got.IsZero() {
-		t.Errorf("SlotTime() = %v, want zero time", got)
+	if got := s.slotTime(3); !got.IsZero() {
+		t.Errorf("slotTime() = %v, want zero time", got)
 	}
-	if got := s.SlotIndex(t0); got != 0 {
-		t.Errorf("SlotIndex() = %v, want 0", got)
+	if got := s.slotIndex(t0); got != 0 {
+		t.Errorf("slotIndex() = %v, want 0", got)
 	}
 }
 

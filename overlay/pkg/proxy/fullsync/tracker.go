@@ -119,8 +119,8 @@ func (t *Tracker) Schedule() *Schedule { return t.sched }
 // Offset returns this node's offset of the slots; see Schedule.Offset.
 func (t *Tracker) Offset() time.Duration { return t.sched.Offset() }
 
-// RetryInterval returns the retry interval of Run.
-func (t *Tracker) RetryInterval() time.Duration { return t.retry }
+// retryInterval returns the retry interval of Run.
+func (t *Tracker) retryInterval() time.Duration { return t.retry }
 
 // Synced records that a full sync (of any kind: start-up, after a failure, or
 // periodic) completed successfully at now. The next periodic full sync is then

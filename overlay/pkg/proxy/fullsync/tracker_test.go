@@ -44,11 +44,11 @@ func TestNewTrackerErrors(t *testing.T) {
 	if _, err := NewTracker(Config{Period: time.Hour}, 1, clk, -time.Second); err == nil || !strings.Contains(err.Error(), "retry interval must not be negative") {
 		t.Errorf("NewTracker(retry -1s) error = %v, want a negative retry interval error", err)
 	}
-	if got := mustTracker(t, Config{Period: time.Hour}, 1, clk, 0).RetryInterval(); got != DefaultRetryInterval {
-		t.Errorf("RetryInterval() with 0 = %v, want %v", got, DefaultRetryInterval)
+	if got := mustTracker(t, Config{Period: time.Hour}, 1, clk, 0).retryInterval(); got != DefaultRetryInterval {
+		t.Errorf("retryInterval() with 0 = %v, want %v", got, DefaultRetryInterval)
 	}
-	if got := mustTracker(t, Config{Period: time.Hour}, 1, clk, time.Minute).RetryInterval(); got != time.Minute {
-		t.Errorf("RetryInterval() = %v, want 1m", got)
+	if got := mustTracker(t, Config{Period: time.Hour}, 1, clk, time.Minute).retryInterval(); got != time.Minute {
+		t.Errorf("retryInterval() = %v, want 1m", got)
 	}
 }
 
@@ -90,7 +90,7 @@ func TestTrackerDueAndSynced(t *testing.T) {
 	// The periodic full sync completes: the next one is planned, one slot
 	// later, and is not due.
 	tr.Synced(clk.Now())
-	if want := sched.SyncTime(sched.SlotIndex(planned.Add(time.Hour/2)) + 1); !tr.NextTime().Equal(want) {
+	if want := sched.syncTime(sched.slotIndex(planned.Add(time.Hour/2)) + 1); !tr.NextTime().Equal(want) {
 		t.Fatalf("after the periodic sync, NextTime() = %v, want the next slot's sync %v", tr.NextTime(), want)
 	}
 	if tr.Due() {
@@ -117,8 +117,8 @@ func TestTrackerRestartKeepsSlot(t *testing.T) {
 			sched := mustSchedule(t, cfg, 0)
 			// Both processes start in the same slot interval, well away from
 			// the jitter windows at its ends.
-			k := sched.SlotIndex(t0)
-			start := sched.SlotTime(k).Add(time.Hour / 2)
+			k := sched.slotIndex(t0)
+			start := sched.slotTime(k).Add(time.Hour / 2)
 
 			clkA := testingclock.NewFakeClock(start.Add(-4 * time.Minute))
 			a := mustTracker(t, cfg, 1111, clkA, 0)
@@ -134,15 +134,15 @@ func TestTrackerRestartKeepsSlot(t *testing.T) {
 				t.Fatalf("offsets %v and %v, want both %v", a.Offset(), b.Offset(), NodeOffset(name, time.Hour))
 			}
 			na, nb := a.NextTime(), b.NextTime()
-			if got, want := sched.SlotIndex(na.Add(time.Hour/2)), k+1; got != want {
+			if got, want := sched.slotIndex(na.Add(time.Hour/2)), k+1; got != want {
 				t.Fatalf("first process planned %v, in slot %d; want slot %d", na, got, want)
 			}
-			if got, want := sched.SlotIndex(nb.Add(time.Hour/2)), k+1; got != want {
+			if got, want := sched.slotIndex(nb.Add(time.Hour/2)), k+1; got != want {
 				t.Fatalf("restarted process planned %v, in slot %d; want slot %d", nb, got, want)
 			}
 			if jitter == 0 {
-				if !na.Equal(nb) || !na.Equal(sched.SlotTime(k+1)) {
-					t.Fatalf("without jitter, planned %v and %v, want both exactly slot %v", na, nb, sched.SlotTime(k+1))
+				if !na.Equal(nb) || !na.Equal(sched.slotTime(k+1)) {
+					t.Fatalf("without jitter, planned %v and %v, want both exactly slot %v", na, nb, sched.slotTime(k+1))
 				}
 			} else if na.Equal(nb) {
 				t.Fatalf("with jitter and different seeds, both planned %v; want independent draws", na)
@@ -431,7 +431,7 @@ func TestRunRearmsOnSynced(t *testing.T) {
 	clk.Step(10 * time.Second)
 	tr.Synced(clk.Now())
 	second := tr.NextTime()
-	if sched := tr.Schedule(); !second.Equal(sched.SyncTime(sched.SlotIndex(planned.Add(10*time.Minute)) + 1)) {
+	if sched := tr.Schedule(); !second.Equal(sched.syncTime(sched.slotIndex(planned.Add(10*time.Minute)) + 1)) {
 		t.Fatalf("plan after the periodic sync = %v, want the next slot's sync", second)
 	}
 	h.expectWait(waitPlanned, second.Sub(clk.Now()))
@@ -466,9 +466,9 @@ func TestRunFollowsSchedule(t *testing.T) {
 		tr.Synced(clk.Now())
 	}
 	h.expectWait(waitPlanned, tr.NextTime().Sub(clk.Now()))
-	first := sched.SlotIndex(triggers[0].Add(time.Hour / 2))
+	first := sched.slotIndex(triggers[0].Add(time.Hour / 2))
 	for i, at := range triggers {
-		if want := sched.SyncTime(first + int64(i)); !at.Equal(want) {
+		if want := sched.syncTime(first + int64(i)); !at.Equal(want) {
 			t.Fatalf("trigger %d at %v, want slot %d's sync %v", i, at, first+int64(i), want)
 		}
 	}

@@ -191,7 +191,7 @@ func (proxier *Proxier) clientAffinitySetObject(size uint64) *knftables.Set {
 // exists with the same definition changes nothing. The transaction that adds it runs before,
 // or is, the one with the rules; a sync stops at its first failed transaction.
 func (st *servicePortStage) ensureClientAffinity(tx *knftables.Transaction, rec *servicePortRecorder) {
-	if st.clientAffinityAdded || !rec.sharedAffinity {
+	if st.clientAffinityAdded || len(rec.affinitySets) == 0 || !st.proxier.sharedAffinity() {
 		return
 	}
 	for _, e := range rec.entries {

@@ -274,7 +274,7 @@ func TestSharedAffinityPruning(t *testing.T) {
 func TestSharedAffinitySetAddedOncePerWritingSync(t *testing.T) {
 	nft, fp := NewFakeProxier(v1.IPv4Protocol)
 	rec := &txText{Interface: nft}
-	fp.nftables = fakeTxText{txText: rec, fake: nft}
+	fp.nftables = rec
 	fp.maxTransactionOps = 20
 	setSplitTestCluster(fp, 1)
 	if err := fp.syncProxyRules(); err != nil {
@@ -328,7 +328,7 @@ func TestRealKernelSharedAffinity(t *testing.T) {
 			nftFamily, listFamily := kernelFamily(family)
 			real, run := realNFT(t, nftFamily)
 			_, fp := NewFakeProxier(family)
-			fp.nftables = real
+			useKernel(fp, real)
 			linkKernel(t, fp, real)
 			setShapeTestService(t, fp, family, 3, true)
 			listed := run("list", "table", listFamily, kubeProxyTable)
@@ -339,7 +339,7 @@ func TestRealKernelSharedAffinity(t *testing.T) {
 			// The kernel lists the rules as written: a restart writes no chain.
 			rec := &txText{Interface: real}
 			_, restarted := NewFakeProxier(family)
-			restarted.nftables = rec
+			useKernel(restarted, rec)
 			linkKernel(t, restarted, real)
 			setShapeTestService(t, restarted, family, 3, true)
 			if written := rec.writtenServiceChains(0); len(written) != 0 {
@@ -475,26 +475,6 @@ func TestAffinitySetGrowsWithEndpoints(t *testing.T) {
 	if text := nft.LastTransaction.String(); !strings.Contains(text, "add set ip kube-proxy affinity-clients") || !strings.Contains(text, "size 4194304 ;") {
 		t.Errorf("40 endpoints (40 x 65535, rounded up: 4194304): the sync did not re-add the set with that size:\n%s", text)
 	}
-}
-
-// resizingFake is knftables' fake with one behaviour of the kernel that the fake lacks: adding a
-// set that exists, with another size, resizes it. Only the shared affinity set is resized so.
-type resizingFake struct{ *knftables.Fake }
-
-// affinitySizeOp finds the shared affinity set's size in an "add set" line of a transaction.
-var affinitySizeOp = regexp.MustCompile(`(?m)^add set \S+ \S+ ` + clientAffinitySet + ` \{.* size ([0-9]+) ;`)
-
-// Run runs tx on the fake and then applies the shared set's last size in tx, if any.
-func (f resizingFake) Run(ctx context.Context, tx *knftables.Transaction) error {
-	if err := f.Fake.Run(ctx, tx); err != nil {
-		return err
-	}
-	m := affinitySizeOp.FindAllStringSubmatch(tx.String(), -1)
-	if set := f.Table.Sets[clientAffinitySet]; set != nil && len(m) > 0 {
-		size, _ := strconv.ParseUint(m[len(m)-1][1], 10, 64)
-		set.Size = &size
-	}
-	return nil
 }
 
 // TestAffinitySetShrinksWithRemovedService: when a Service with ClientIP affinity goes, the

@@ -19,17 +19,10 @@ package nftables
 import (
 	"bufio"
 	"context"
-	"errors"
-	"fmt"
 	"iter"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/kubernetes/pkg/proxy/metrics"
 	"sigs.k8s.io/knftables"
 )
 
@@ -78,13 +71,9 @@ func hashRule(h uint64, rule string) uint64 {
 	return fnvString(h, listedForm(rule)+"\n")
 }
 
-// nftFamily returns the proxier's table family as nft writes it, which is also the protocol
-// name of its address matches ("ip saddr", "ip6 saddr").
+// nftFamily returns the proxier's table family as nft writes it (nftFamilyOf).
 func (proxier *Proxier) nftFamily() string {
-	if proxier.ipFamily == v1.IPv6Protocol {
-		return "ip6"
-	}
-	return "ip"
+	return nftFamilyOf(proxier.ipFamily)
 }
 
 // listedForm returns rule as nft 1.0 lists it, where kube-proxy's text is known to differ:
@@ -143,8 +132,8 @@ func ruleText(r *knftables.Rule) string {
 	return r.Rule + " comment " + strconv.Quote(*r.Comment)
 }
 
-// chainWritesOf returns what the operations of rec write to its chains, as hashChainText would
-// find them in the operations' nft text: a created chain (added and flushed) starts empty, and
+// chainWritesOf returns what the operations of rec write to its chains, as nft would list them
+// after the operations: a created chain (added and flushed) starts empty, and
 // each added rule extends its chain's hash. A rule for a chain that rec did not create, or one
 // placed by index or handle, leaves that chain unknown. It only reads rec.
 func chainWritesOf(rec *servicePortRecorder) []chainWrite {
@@ -200,172 +189,6 @@ func nftCommands(text string) iter.Seq[[]string] {
 	}
 }
 
-// hashChainText hashes the chains in nft command text (a transaction, or knftables' Fake's
-// dump): "add chain" starts an unknown chain empty, "flush chain" empties a chain, "add rule"
-// extends it, "delete chain" forgets it, and any other rule operation leaves it unknown.
-func hashChainText(text string, hashes map[string]uint64) {
-	for f := range nftCommands(text) {
-		if len(f) < 5 || f[1] != "chain" && f[1] != "rule" {
-			continue
-		}
-		chain := f[4]
-		switch {
-		case f[1] == "chain" && (f[0] == "add" || f[0] == "flush"):
-			if _, ok := hashes[chain]; !ok || f[0] == "flush" {
-				hashes[chain] = fnvOffset64
-			}
-		case f[1] == "chain" && (f[0] == "delete" || f[0] == "destroy"):
-			delete(hashes, chain)
-		case f[1] == "rule" && f[0] == "add" && len(f) == 6:
-			if h, ok := hashes[chain]; ok {
-				hashes[chain] = hashRule(h, f[5])
-			}
-		case f[1] == "rule":
-			delete(hashes, chain)
-		}
-	}
-}
-
-// kernelListing is what a drift check read from the kernel.
-type kernelListing struct {
-	// pending, when set, delivers the listing that prefetchDriftListing started; the other
-	// fields are then empty until startDriftCheck has received it.
-	pending chan listingResult
-	// chains are the table's chains, each with the hash of its rules.
-	chains map[string]uint64
-	// sets are the table's named sets, when the listing shows them (nft's does, the
-	// fake's dump is read for chains only): a full sync then needs no other listing.
-	sets       []string
-	listedSets bool
-	// drifted are chains that changed behind kube-proxy's back since it last saw them; their
-	// hashes are of what they held then.
-	drifted map[string]bool
-	// unknown are chains whose text the netlink dump could not resolve (they are not in
-	// chains), each with its shape. text, when set, lists the table as text the first time it
-	// is called, and returns that listing (nil if listing failed); see chainsIntact.
-	unknown map[string]chainShape
-	text    func() *kernelListing
-}
-
-// listKernel lists kube-proxy's table and hashes each chain's rules. For knftables' Fake it
-// reads the fake's dump. Without a kernel link it lists the table as text (listKernelText).
-// With one, when no one else has committed since the link last read the whole table and every
-// commit since was kube-proxy's own, it returns the remembered table (nftLink.quiet) with no
-// dump. Otherwise it reads the table over netlink and resolves the chains' text hashes from their
-// baselines (chain_baselines.go). Chains left unknown are returned with their shapes, and with
-// a text listing that runs only if chainsIntact needs it: it records baselines for every chain.
-// A chain that certainly differs from what the sync writes needs no text (an upgrade from
-// another rule shape re-writes every service port without listing the table as text).
-func (proxier *Proxier) listKernel(ctx context.Context) (*kernelListing, error) {
-	if fake, ok := proxier.nftables.(interface{ Dump() string }); ok {
-		k := &kernelListing{chains: map[string]uint64{}}
-		hashChainText(fake.Dump(), k.chains)
-		return k, nil
-	}
-	link := proxier.kernelLink
-	if link == nil {
-		return proxier.listKernelText(ctx)
-	}
-	table := proxier.linkTable()
-	start := time.Now()
-	if k := link.quiet(table); k != nil {
-		proxier.observeDriftRead("generation", start)
-		proxier.logger.V(4).Info("Nothing has committed since kube-proxy's own writes; the table is as remembered", "chains", len(k.chains))
-		return k, nil
-	}
-	snap, err := link.snapshot(proxier.nfproto(), kubeProxyTable)
-	proxier.observeDriftRead("netlink", start)
-	if err != nil {
-		proxier.logger.V(2).Info("Cannot read the table over netlink; listing it as text", "err", err)
-		return proxier.listKernelText(ctx)
-	}
-	k := link.resolve(table, snap)
-	proxier.logger.V(4).Info("Read the table over netlink", "chains", len(snap.chains), "drifted", len(k.drifted), "unknown", len(k.unknown), "elapsed", time.Since(start))
-	if len(k.unknown) > 0 {
-		k.text = sync.OnceValue(func() *kernelListing {
-			textStart := time.Now()
-			text, err := proxier.listKernelText(ctx)
-			if err != nil {
-				link.rebaseline(table, snap, nil, 0, false)
-				proxier.logger.Error(err, "Cannot list the table as text; re-writing the service ports whose chains are unknown")
-				return nil
-			}
-			gen, genErr := link.generation()
-			link.rebaseline(table, snap, text, gen, genErr == nil)
-			proxier.logger.V(2).Info("Listed the table as text to record chain baselines", "chains", len(snap.chains), "unknown", len(k.unknown), "elapsed", time.Since(textStart))
-			return text
-		})
-	}
-	return k, nil
-}
-
-// observeDriftRead records how long a drift check's read from source took, since start.
-func (proxier *Proxier) observeDriftRead(source string, start time.Time) {
-	took := time.Since(start).Seconds()
-	metrics.SyncFullProxyRulesDriftReadSeconds.WithLabelValues(string(proxier.ipFamily), source).Observe(took)
-	metrics.OldSyncFullProxyRulesDriftReadSeconds.WithLabelValues(string(proxier.ipFamily), source).Observe(took)
-}
-
-// linkTable names the proxier's table in its kernel link's memory.
-func (proxier *Proxier) linkTable() string {
-	return proxier.nftFamily() + " " + kubeProxyTable
-}
-
-// nfproto returns the netlink family of the proxier's table.
-func (proxier *Proxier) nfproto() uint8 {
-	if proxier.ipFamily == v1.IPv6Protocol {
-		return nfprotoIPv6
-	}
-	return nfprotoIPv4
-}
-
-// listKernelText lists the table with `nft -t list table` and hashes each chain's rules.
-// knftables' real ListRules returns no rule text, so this runs nft itself (the same nft that
-// knftables finds on PATH; -t leaves out the elements of named sets, which the check does not
-// use). A table that does not exist lists as empty.
-func (proxier *Proxier) listKernelText(ctx context.Context) (*kernelListing, error) {
-	family := proxier.nftFamily()
-	start := time.Now()
-	out, err := exec.CommandContext(ctx, "nft", "-t", "list", "table", family, kubeProxyTable).Output()
-	proxier.observeDriftRead("text", start)
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && strings.Contains(string(exit.Stderr), "No such file or directory") {
-		return &kernelListing{chains: map[string]uint64{}, listedSets: true}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("listing table %s %s: %w", family, kubeProxyTable, err)
-	}
-	return parseListing(string(out)), nil
-}
-
-// parseListedChains hashes the rules of each chain in `nft list table` output.
-func parseListedChains(listing string) map[string]uint64 {
-	return parseListing(listing).chains
-}
-
-// parseListing reads `nft [-t] list table` output: it hashes the rules of each chain and
-// collects the names of the named sets.
-func parseListing(listing string) *kernelListing {
-	k := &kernelListing{chains: map[string]uint64{}, listedSets: true}
-	chain := ""
-	for _, line := range strings.Split(listing, "\n") {
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case chain == "" && strings.HasPrefix(trimmed, "chain ") && strings.HasSuffix(trimmed, " {"):
-			chain = strings.TrimSuffix(strings.TrimPrefix(trimmed, "chain "), " {")
-			chain = strings.Trim(chain, `"`)
-			k.chains[chain] = fnvOffset64
-		case chain == "" && strings.HasPrefix(trimmed, "set ") && strings.HasSuffix(trimmed, " {"):
-			k.sets = append(k.sets, strings.Trim(strings.TrimSuffix(strings.TrimPrefix(trimmed, "set "), " {"), `"`))
-		case chain != "" && trimmed == "}":
-			chain = ""
-		case chain != "" && trimmed != "":
-			k.chains[chain] = hashRule(k.chains[chain], trimmed)
-		}
-	}
-	return k
-}
-
 // listingResult is the outcome of a listing that ran on its own goroutine.
 type listingResult struct {
 	kernel *kernelListing
@@ -374,63 +197,68 @@ type listingResult struct {
 
 // prefetchDriftListing starts, at the start of a full sync that will check for drift, the
 // listing of the table on a goroutine of its own, so that nft lists the table (seconds on a
-// large one) while setupNFTables reads kube-proxy's maps and sets; startDriftCheck collects it.
-// Both only read the kernel, and the sync writes nothing before startDriftCheck. With
-// knftables' Fake it does nothing: startDriftCheck reads the fake's dump itself.
-func (proxier *Proxier) prefetchDriftListing(fullSync bool) {
-	proxier.driftKernel = nil
-	if !fullSync || proxier.rewriteAllOnFullSync {
-		return
-	}
-	if _, fake := proxier.nftables.(interface{ Dump() string }); fake {
-		return
+// large one) while setupNFTables reads kube-proxy's maps and sets; the sync hands what it
+// returns to startDriftCheck, which collects the listing. Both only read the kernel, and the
+// sync writes nothing before startDriftCheck. It returns nil, and starts nothing, when the sync
+// will not check for drift or the proxier has no driftReader (startDriftCheck then reads
+// through knftables itself, apiReader).
+func (proxier *Proxier) prefetchDriftListing(fullSync bool) <-chan listingResult {
+	reader := proxier.driftReader
+	if !fullSync || proxier.rewriteAllOnFullSync || reader == nil {
+		return nil
 	}
 	pending := make(chan listingResult, 1)
 	go func() {
-		kernel, err := proxier.listKernel(context.TODO())
+		kernel, err := reader.readTable(context.TODO())
 		pending <- listingResult{kernel, err}
 	}()
-	proxier.driftKernel = &kernelListing{pending: pending}
+	return pending
 }
 
-// startDriftCheck prepares this sync's drift check: a full sync, unless
-// --full-sync-rewrite-all is set, lists the kernel's chains, or collects the listing that
-// prefetchDriftListing started. Otherwise, or if listing fails, the sync writes everything it
-// covers.
-func (proxier *Proxier) startDriftCheck(fullSync bool) {
-	prefetched := proxier.driftKernel
-	proxier.driftKernel = nil
+// tableReader returns the proxier's driftReader or, without one, an apiReader of its nftables.
+func (proxier *Proxier) tableReader() tableReader {
+	if proxier.driftReader != nil {
+		return proxier.driftReader
+	}
+	return apiReader{nft: proxier.nftables}
+}
+
+// startDriftCheck returns this sync's drift check: what a full sync, unless
+// --full-sync-rewrite-all is set or the sync must re-write everything (recovery.go), read of
+// the kernel's chains, or the listing that prefetchDriftListing started (prefetched; nil:
+// none). It returns nil, and the sync writes everything it covers, otherwise, or if listing
+// fails. The listing belongs to the sync: it is dropped when the sync ends.
+func (proxier *Proxier) startDriftCheck(prefetched <-chan listingResult, fullSync bool) *kernelListing {
 	if !fullSync || proxier.rewriteAllOnFullSync || proxier.recovery.rewriteAll {
-		if prefetched != nil && prefetched.pending != nil {
-			<-prefetched.pending // let the prefetch's goroutine end
+		if prefetched != nil {
+			<-prefetched // let the prefetch's goroutine end
 		}
-		return
+		return nil
 	}
 	var kernel *kernelListing
 	var err error
-	if prefetched != nil && prefetched.pending != nil {
-		r := <-prefetched.pending
+	if prefetched != nil {
+		r := <-prefetched
 		kernel, err = r.kernel, r.err
 	} else {
-		kernel, err = proxier.listKernel(context.TODO())
+		kernel, err = proxier.tableReader().readTable(context.TODO())
 	}
 	if err != nil {
 		proxier.logger.Error(err, "Cannot check the chains for drift; re-writing all of them")
-		return
+		return nil
 	}
-	proxier.driftKernel = kernel
+	return kernel
 }
 
-// chainsIntact reports whether the kernel holds every chain of writes with the same rules, so
-// that the sync can leave them alone. It only reads the proxier, so the stage's workers call
-// it concurrently.
+// intact reports whether the kernel, as k (nil: not read) lists it, holds every chain of writes
+// with the same rules, so that the sync can leave them alone. The stage's workers call it
+// concurrently.
 //
 // A chain whose text the netlink dump left unknown (kernelListing.unknown) does not need it
 // when its shape already shows that it differs. Only when every chain of writes is intact or
 // unknown, with no shape that differs, does the check list the table as text (once per sync,
 // through kernelListing.text) and compare the unknown chains with that listing.
-func (proxier *Proxier) chainsIntact(writes []chainWrite) bool {
-	k := proxier.driftKernel
+func (k *kernelListing) intact(writes []chainWrite) bool {
 	if k == nil || len(writes) == 0 {
 		return false
 	}

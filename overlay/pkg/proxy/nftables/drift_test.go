@@ -17,9 +17,7 @@ limitations under the License.
 package nftables
 
 import (
-	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -28,40 +26,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
 )
-
-// txText wraps any knftables.Interface and keeps the text of every transaction it runs.
-type txText struct {
-	knftables.Interface
-	texts []string
-}
-
-func (r *txText) Run(ctx context.Context, tx *knftables.Transaction) error {
-	r.texts = append(r.texts, tx.String())
-	return r.Interface.Run(ctx, tx)
-}
-
-// fakeTxText is a txText over knftables' Fake that, like the Fake, can dump its table (which the
-// drift check reads instead of running nft).
-type fakeTxText struct {
-	*txText
-	fake *knftables.Fake
-}
-
-func (f fakeTxText) Dump() string { return f.fake.Dump() }
-
-var serviceChainOpRegexp = regexp.MustCompile(`(?m)^(add|flush|delete) (chain|rule) ip6? kube-proxy (\S+/\S+)`)
-
-// writtenServiceChains returns the service-port chains that the transactions since index from
-// touched.
-func (r *txText) writtenServiceChains(from int) map[string]bool {
-	chains := map[string]bool{}
-	for _, text := range r.texts[from:] {
-		for _, m := range serviceChainOpRegexp.FindAllStringSubmatch(text, -1) {
-			chains[m[3]] = true
-		}
-	}
-	return chains
-}
 
 // periodicFullSync makes fp's next sync a periodic full sync (upstream's hour has passed, and no
 // failure forces one) and runs it.
@@ -79,7 +43,7 @@ func periodicFullSync(t *testing.T, fp *Proxier) {
 func TestDriftOnlyFullSync(t *testing.T) {
 	nft, fp := NewFakeProxier(v1.IPv4Protocol)
 	rec := &txText{Interface: nft}
-	fp.nftables = fakeTxText{txText: rec, fake: nft}
+	fp.nftables = rec
 	setSplitTestCluster(fp, 1)
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatal(err)
@@ -149,25 +113,29 @@ func TestParseListedChains(t *testing.T) {
 		"\t\tnumgen random mod 2 0 meta l4proto tcp dnat to 10.180.0.1:80\n" +
 		"\t\tmeta l4proto tcp dnat to 10.180.0.2:80\n\t}\n\n" +
 		"\tchain endpoint-2OCDJSZQ-ns1/svc1/tcp/p80__10.180.0.1/80 {\n\t}\n}\n"
-	got := parseListedChains(listing)
-	written := map[string]uint64{}
-	hashChainText("add chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n"+
-		"flush chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n"+
-		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 numgen random mod 2 0 meta l4proto tcp dnat to 10.180.0.1:80\n"+
-		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 meta l4proto tcp dnat to 10.180.0.2:80\n"+
-		"add chain ip kube-proxy endpoint-2OCDJSZQ-ns1/svc1/tcp/p80__10.180.0.1/80\n", written)
+	got := parseListing(listing).chains
+	// What the stage writes to the same chains, hashed as the drift check hashes it.
+	svc, ep := "service-ULMVA6XW-ns1/svc1/tcp/p80", "endpoint-2OCDJSZQ-ns1/svc1/tcp/p80__10.180.0.1/80"
+	write := func(rules ...string) []chainWrite {
+		rec := &servicePortRecorder{}
+		rec.ensureChain(svc, false)
+		for _, rule := range rules {
+			rec.Add(&knftables.Rule{Chain: svc, Rule: rule})
+		}
+		rec.ensureChain(ep, false)
+		return chainWritesOf(rec)
+	}
+	written := write("numgen random mod 2 0 meta l4proto tcp dnat to 10.180.0.1:80", "meta l4proto tcp dnat to 10.180.0.2:80")
 	if len(written) != 2 {
 		t.Fatalf("hashed %v, want the service and the endpoint chain", written)
 	}
-	for chain, h := range written {
-		if got[chain] != h {
-			t.Errorf("chain %s: listed hash %x, written hash %x", chain, got[chain], h)
+	for _, w := range written {
+		if got[w.chain] != w.hash {
+			t.Errorf("chain %s: listed hash %x, written hash %x", w.chain, got[w.chain], w.hash)
 		}
 	}
 	// One rule less must change the hash.
-	hashChainText("flush chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80\n"+
-		"add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 meta l4proto tcp dnat to 10.180.0.2:80\n", written)
-	if got["service-ULMVA6XW-ns1/svc1/tcp/p80"] == written["service-ULMVA6XW-ns1/svc1/tcp/p80"] {
+	if fewer := write("meta l4proto tcp dnat to 10.180.0.2:80"); got[svc] == fewer[0].hash {
 		t.Error("different rules gave the same hash")
 	}
 }
@@ -207,7 +175,7 @@ func TestRestartOverIntactTableRewritesNothing(t *testing.T) {
 	// finds every service-port chain as it would write it.
 	_, restarted := NewFakeProxier(v1.IPv4Protocol)
 	rec := &txText{Interface: nft}
-	restarted.nftables = fakeTxText{txText: rec, fake: nft}
+	restarted.nftables = rec
 	setSplitTestCluster(restarted, 1)
 	if err := restarted.syncProxyRules(); err != nil {
 		t.Fatal(err)
@@ -222,7 +190,7 @@ func TestRestartOverIntactTableRewritesNothing(t *testing.T) {
 	// A restart with different Services re-writes exactly the ports that changed.
 	_, changed := NewFakeProxier(v1.IPv4Protocol)
 	rec = &txText{Interface: nft}
-	changed.nftables = fakeTxText{txText: rec, fake: nft}
+	changed.nftables = rec
 	setSplitTestCluster(changed, 2)
 	if err := changed.syncProxyRules(); err != nil {
 		t.Fatal(err)
@@ -312,10 +280,9 @@ func TestChainsIntactListsTextOnlyWhenUndecided(t *testing.T) {
 					return &kernelListing{chains: tc.text}
 				}),
 			}
-			fp := &Proxier{driftKernel: k}
 			for range 2 { // the listing runs once however often it is needed
-				if got := fp.chainsIntact(tc.writes); got != tc.want {
-					t.Errorf("chainsIntact = %v, want %v", got, tc.want)
+				if got := k.intact(tc.writes); got != tc.want {
+					t.Errorf("intact = %v, want %v", got, tc.want)
 				}
 			}
 			if listings != tc.listings {

@@ -17,7 +17,6 @@ limitations under the License.
 package nftables
 
 import (
-	"context"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -168,9 +167,7 @@ func (k *knownObjects) put(name proxy.ServicePortName, objs *portObjects) *portO
 		k.order = nil // a port comes or goes
 	}
 	if old != nil {
-		k.endpoints -= old.endpoints
-		k.noLocalInternal -= b2i(old.noLocalInternal)
-		k.noLocalExternal -= b2i(old.noLocalExternal)
+		k.count(old, -1)
 	}
 	if objs == nil {
 		delete(k.ports, name)
@@ -187,17 +184,19 @@ func (k *knownObjects) put(name proxy.ServicePortName, objs *portObjects) *portO
 		k.byService[name.NamespacedName] = sets.New[proxy.ServicePortName]()
 	}
 	k.byService[name.NamespacedName].Insert(name)
-	k.endpoints += objs.endpoints
-	k.noLocalInternal += b2i(objs.noLocalInternal)
-	k.noLocalExternal += b2i(objs.noLocalExternal)
+	k.count(objs, 1)
 	return old
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
+// count adds sign (1 or -1) times the totals of o to k's.
+func (k *knownObjects) count(o *portObjects, sign int) {
+	k.endpoints += sign * o.endpoints
+	if o.noLocalInternal {
+		k.noLocalInternal += sign
 	}
-	return 0
+	if o.noLocalExternal {
+		k.noLocalExternal += sign
+	}
 }
 
 // claimants are the service ports that use one element. Most elements have one, which is kept
@@ -340,9 +339,4 @@ func (k *knownObjects) updatePorts(names []proxy.ServicePortName, news []*portOb
 		k.affinitySets.Insert(cur.affinitySets...)
 	}
 	return droppedChains, usedChains, droppedSets, released
-}
-
-// listObjects lists the table's chains and sets, in the shape of knftables' ListAll.
-func (proxier *Proxier) listObjects() (map[string][]string, error) {
-	return proxier.nftables.ListAll(context.TODO())
 }

@@ -28,9 +28,9 @@ import (
 // Reading kube-proxy's table over netlink.
 //
 // `nft -t list table` turns every rule back into text, and on a large table that takes seconds
-// of nft's and the kernel's time (8 s at 6,000 service ports with 50 endpoints each), most of
-// it printing anonymous maps. The kernel's own dump of the same table's chains, rules and sets
-// takes tens of milliseconds. A snapshot reads that dump and reduces each chain to a hash of
+// of nft's and the kernel's time, most of it printing anonymous maps. The kernel's own dump of
+// the same table's chains, rules and sets takes a small fraction of that (bench/RESULTS.md,
+// "Reads"). A snapshot reads that dump and reduces each chain to a hash of
 // its rules as the kernel holds them (their expressions and user data, as netlink bytes).
 // Those hashes cannot be compared with the rule text kube-proxy generates; chain_baselines.go
 // records which kernel hash stands for which text.

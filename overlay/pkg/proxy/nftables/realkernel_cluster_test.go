@@ -162,7 +162,7 @@ func damageTestProxier(t *testing.T) (knftables.Interface, func(args ...string) 
 func newDamageTestProxier(t *testing.T, real knftables.Interface, changed ...bool) *Proxier {
 	t.Helper()
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
-	fp.nftables = real
+	useKernel(fp, real)
 	frozenClock(fp)
 	linkKernel(t, fp, real)
 	fp.maxTransactionOps = 20

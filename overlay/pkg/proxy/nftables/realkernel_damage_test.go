@@ -201,15 +201,15 @@ func TestRealKernelDualStackDamage(t *testing.T) {
 	}
 	rec4 := &txText{Interface: real4}
 	_, fp4 := NewFakeProxier(v1.IPv4Protocol)
-	fp4.nftables = rec4
+	useKernel(fp4, rec4)
 	frozenClock(fp4)
 	link := linkKernel(t, fp4, real4)
 	fp4.maxTransactionOps = 20
 	rec6 := &txText{Interface: real6}
 	_, fp6 := NewFakeProxier(v1.IPv6Protocol)
-	fp6.nftables = rec6
 	frozenClock(fp6)
 	fp6.kernelLink = link
+	useKernel(fp6, rec6)
 	fp6.maxTransactionOps = 20
 
 	setDamageTestCluster(fp4)

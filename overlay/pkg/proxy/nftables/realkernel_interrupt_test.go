@@ -46,7 +46,7 @@ func TestRealKernelInterruptedSyncRecovers(t *testing.T) {
 					}
 					return nil
 				}}
-				fp.nftables = failing
+				useKernel(fp, failing)
 				fp.maxTransactionOps = 5
 				changeDamageTestCluster(fp)
 				if err := fp.syncProxyRules(); err == nil {
@@ -61,7 +61,7 @@ func TestRealKernelInterruptedSyncRecovers(t *testing.T) {
 					// A new kube-proxy starts on the changed cluster.
 					fp = newDamageTestProxier(t, real, true)
 				} else {
-					fp.nftables = real
+					useKernel(fp, real)
 					if err := fp.syncProxyRules(); err != nil {
 						t.Fatalf("the recovering sync failed: %v", err)
 					}

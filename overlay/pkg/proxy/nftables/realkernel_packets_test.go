@@ -152,7 +152,7 @@ func TestRealKernelPacketsServiceLifecycle(t *testing.T) {
 			top := newPacketTopology(t, nodeNS)
 			n := packetNets[ipv6]
 			_, fp := NewFakeProxier(ipFamily)
-			fp.nftables = real
+			useKernel(fp, real)
 			frozenClock(fp)
 			linkKernel(t, fp, real)
 			svc := packetService(ipv6)

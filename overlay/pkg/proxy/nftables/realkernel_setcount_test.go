@@ -67,7 +67,7 @@ func TestRealKernelSetCountFollowsOwnCommits(t *testing.T) {
 // anonymous sets in each chain, as a new dump of the kernel finds.
 func checkSetCount(t *testing.T, fp *Proxier) {
 	t.Helper()
-	table := fp.linkTable()
+	table := linkTableName(fp.ipFamily)
 	got, gotAnon := fp.kernelLink.setCounts(table)
 	c, err := fp.kernelLink.open()
 	if err != nil {

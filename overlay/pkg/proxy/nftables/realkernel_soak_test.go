@@ -425,7 +425,7 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 	upstreamShapes := false
 	newProxier := func() *Proxier {
 		_, fp := NewFakeProxier(family)
-		fp.nftables = checked
+		useKernel(fp, checked)
 		frozenClock(fp)
 		linkKernel(t, fp, real)
 		fp.maxTransactionOps = 10 + r.IntN(40)
@@ -537,7 +537,7 @@ func (s *soak) expect(refReal knftables.Interface, refRun func(args ...string) s
 	s.t.Helper()
 	deleteTable(s.t, refReal)
 	_, ref := NewFakeProxier(s.cluster.family)
-	ref.nftables = refReal
+	useKernel(ref, refReal)
 	frozenClock(ref)
 	ref.upstreamRuleShapes = upstreamShapes
 	s.cluster.load(ref)

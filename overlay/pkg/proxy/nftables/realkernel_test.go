@@ -173,6 +173,14 @@ func kernelOf(t *testing.T, real knftables.Interface) realKernel {
 	return k.(realKernel)
 }
 
+// useKernel makes fp write through nft, a knftables.Interface from realNFT (or a wrapper of
+// one), and read the table for its drift checks as NewProxier's proxiers do (kernelReader),
+// over fp's kernel link if it has one.
+func useKernel(fp *Proxier, nft knftables.Interface) {
+	fp.nftables = nft
+	fp.driftReader = newKernelReader(fp.ipFamily, fp.kernelLink, fp.logger)
+}
+
 // linkKernel gives fp a kernel link of its own into the namespace where real (from realNFT)
 // runs nft, as NewProxier gives every proxier the process's link on a node: fp's drift checks
 // then read the table over netlink. It returns the link.
@@ -186,6 +194,7 @@ func linkKernel(t *testing.T, fp *Proxier, real knftables.Interface) *nftLink {
 		})
 		return fd, err
 	})
+	fp.driftReader = newKernelReader(fp.ipFamily, fp.kernelLink, fp.logger)
 	return fp.kernelLink
 }
 

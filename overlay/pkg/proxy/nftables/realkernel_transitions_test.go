@@ -17,7 +17,6 @@ limitations under the License.
 package nftables
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,41 +36,6 @@ import (
 
 // Transitions on the real kernel: a take-over of another shape's table, failed reads and
 // commits between bounded transactions, and syncs that would fail the same way for ever.
-
-// checkedNFT runs transactions through the real kernel. refuse, when set, is asked first about
-// each transaction (numbered from 1) and refuses it, as the kernel would, by returning an error.
-// after, when set, runs after each transaction that committed. A ListElements of the map or set
-// failListing fails.
-type checkedNFT struct {
-	knftables.Interface
-	runs        int
-	refuse      func(n int, tx *knftables.Transaction) error
-	after       func()
-	failListing string
-}
-
-func (c *checkedNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
-	c.runs++
-	if c.refuse != nil {
-		if err := c.refuse(c.runs, tx); err != nil {
-			return err
-		}
-	}
-	if err := c.Interface.Run(ctx, tx); err != nil {
-		return err
-	}
-	if c.after != nil {
-		c.after()
-	}
-	return nil
-}
-
-func (c *checkedNFT) ListElements(ctx context.Context, objectType, name string) ([]*knftables.Element, error) {
-	if name != "" && name == c.failListing {
-		return nil, fmt.Errorf("injected failure listing %s %s", objectType, name)
-	}
-	return c.Interface.ListElements(ctx, objectType, name)
-}
 
 // fallbacksTotal returns kubeproxy_sync_proxy_rules_nftables_fallbacks_total for IPv4 and reason.
 func fallbacksTotal(t *testing.T, reason string) float64 {
@@ -101,7 +65,7 @@ func checkedProxier(t *testing.T, maxOps int) (*checkedNFT, func(args ...string)
 	real, run := realNFT(t, knftables.IPv4Family)
 	checked := &checkedNFT{Interface: real}
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
-	fp.nftables = checked
+	useKernel(fp, checked)
 	frozenClock(fp)
 	linkKernel(t, fp, real)
 	fp.maxTransactionOps = maxOps
@@ -348,7 +312,7 @@ func TestRealKernelTakeOverLocalAffinityService(t *testing.T) {
 		t.Run(fmt.Sprintf("maxOps %d", maxOps), func(t *testing.T) {
 			refReal, refRun := realNFT(t, knftables.IPv4Family)
 			_, ref := NewFakeProxier(v1.IPv4Protocol)
-			ref.nftables = refReal
+			useKernel(ref, refReal)
 			frozenClock(ref)
 			makeServiceMap(ref, service(v1.ServiceExternalTrafficPolicyCluster))
 			populateEndpointSlices(ref, slice)
@@ -357,7 +321,7 @@ func TestRealKernelTakeOverLocalAffinityService(t *testing.T) {
 
 			real, run := realNFT(t, knftables.IPv4Family)
 			_, old := NewFakeProxier(v1.IPv4Protocol)
-			old.nftables = real
+			useKernel(old, real)
 			frozenClock(old)
 			old.upstreamRuleShapes = true
 			makeServiceMap(old, service(v1.ServiceExternalTrafficPolicyLocal))
@@ -370,7 +334,7 @@ func TestRealKernelTakeOverLocalAffinityService(t *testing.T) {
 			}
 
 			_, fp := NewFakeProxier(v1.IPv4Protocol)
-			fp.nftables = real
+			useKernel(fp, real)
 			frozenClock(fp)
 			linkKernel(t, fp, real)
 			fp.maxTransactionOps = maxOps
@@ -450,7 +414,7 @@ func TestRealKernelAffinityPruneAfterCommit(t *testing.T) {
 func TestRealKernelAffinitySetResized(t *testing.T) {
 	real, run := realNFT(t, knftables.IPv4Family)
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
-	fp.nftables = real
+	useKernel(fp, real)
 	frozenClock(fp)
 	setShapeTestService(t, fp, v1.IPv4Protocol, 10, true)
 	set := func() string { return run("list", "set", "ip", kubeProxyTable, clientAffinitySet) }

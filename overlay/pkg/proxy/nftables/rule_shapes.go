@@ -51,7 +51,7 @@ import (
 // to walk, while the map costs the kernel one anonymous set per service port. Few service ports
 // have this many endpoints, so their sets stay few. make bench-kernel-probe with
 // PROBE_ENDPOINTS measures both sides; bench/kernel/README.md has the figures behind this value.
-var maxSetFreeEndpoints = 8
+const maxSetFreeEndpoints = 8
 
 // setFreeShape reports whether a service port with these endpoints gets set-free rules: unless
 // --nftables-rule-shapes=Upstream asks for upstream's maps everywhere, when it has at most

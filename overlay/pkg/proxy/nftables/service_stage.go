@@ -18,6 +18,7 @@ package nftables
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"time"
 
@@ -44,11 +45,11 @@ import (
 // the last successful sync generated for those ports (knownObjects): its Go cost is
 // O(changed), not O(cluster).
 
-// minParallelServicePorts is the fewest service ports for which the stage starts workers; below
-// it, generation runs on the sync's goroutine. A service port takes some 10 to 20µs to
-// generate, and starting and joining a worker costs about as much as one or two of them, so a
-// partial sync of a few Services stays serial (see bench/sync).
-var minParallelServicePorts = 32
+// minParallelServicePorts is the fewest service ports for which the stage starts workers (a
+// Proxier's minParallelPorts of 0 means it); below it, generation runs on the sync's goroutine.
+// Starting and joining a worker costs about as much as generating one or two service ports, so
+// a partial sync of a few Services stays serial (bench/RESULTS.md, "Figures behind constants").
+const minParallelServicePorts = 32
 
 // stageVerb is what the merge does with a recorded entry.
 type stageVerb uint8
@@ -82,20 +83,11 @@ type servicePortRecorder struct {
 	elems        []elemEntry
 	chains       []string
 	affinitySets []string
-	// sharedAffinity is set when the port's rules use the shared affinity set.
-	sharedAffinity bool
 	// endpoints counts the service port's endpoints, for the sync's log line.
 	endpoints int
 	// noLocalInternal and noLocalExternal report a Local traffic policy without local
 	// endpoints, for the sync_proxy_rules_no_local_endpoints_total metric.
 	noLocalInternal, noLocalExternal bool
-	// chainsChecked and chainsRewritten count this port's chains in a drift check.
-	chainsChecked, chainsRewritten int
-	// written is what the port's operations write to its chains (see chainWritesOf), for
-	// a full sync's drift check.
-	written []chainWrite
-	// setOps is what the port's chain and rule operations do to sets, for the splitter.
-	setOps portSetOps
 }
 
 // Add records an "add" of obj, as knftables.Transaction.Add would queue it.
@@ -130,20 +122,22 @@ func (r *servicePortRecorder) ensureElem(storage *nftElementStorage, elem *knfta
 // affinity_shape.go).
 func (r *servicePortRecorder) keepAffinitySet(name string) {
 	r.affinitySets = append(r.affinitySets, r.proxier.affinityStateName(name))
-	r.sharedAffinity = r.proxier != nil && r.proxier.sharedAffinity()
 }
 
-// dropIntactChains leaves the service port's chains alone when the kernel holds them exactly
-// as recorded (see drift.go): it drops the recorded chain and rule operations, keeping the
-// elements, sets and names. It counts the chains it checked, and those it did not drop.
-func (r *servicePortRecorder) dropIntactChains() {
-	if r.proxier.driftKernel == nil || len(r.written) == 0 {
-		return
+// dropIntactChains leaves the service port's chains alone when the kernel, as the sync's drift
+// check k (nil: none) read it, holds them exactly as r records them (see drift.go): it drops the
+// recorded chain and rule operations, keeping the elements, sets and names. It returns how
+// many of the port's chains it checked, and how many of those it did not drop.
+func (r *servicePortRecorder) dropIntactChains(k *kernelListing) (checked, rewritten int) {
+	if k == nil {
+		return 0, 0
 	}
-	r.chainsChecked = len(r.written)
-	if !r.proxier.chainsIntact(r.written) {
-		r.chainsRewritten = len(r.written)
-		return
+	written := chainWritesOf(r)
+	if len(written) == 0 {
+		return 0, 0
+	}
+	if !k.intact(written) {
+		return len(written), len(written)
 	}
 	kept := r.entries[:0]
 	for _, e := range r.entries {
@@ -154,23 +148,35 @@ func (r *servicePortRecorder) dropIntactChains() {
 		kept = append(kept, e)
 	}
 	r.entries = kept
+	return len(written), 0
+}
+
+// portDerived is what a worker derives from a service port's recorder for the merge: how many
+// of its chains the drift check compared and re-writes, and what its operations do to sets.
+type portDerived struct {
+	checked, rewritten int
+	setOps             portSetOps
 }
 
 // servicePortStage is one sync's per-service-port stage.
 type servicePortStage struct {
 	proxier *Proxier
 	start   time.Time
+	// kernel is the sync's drift check (startDriftCheck); nil: the sync re-writes everything.
+	kernel *kernelListing
 	// walkAll is set when the stage generates every service port, as upstream does: in a
 	// full sync, and in any sync that has no state from a successful sync to start from.
 	walkAll bool
 	// state is what the last successful sync generated, updated as this sync goes; it
 	// becomes the proxier's only when the sync succeeds (commit).
 	state *knownObjects
-	// ports are the service ports to generate, sorted; results are their recorders, and
-	// objects the objects that each keeps alive.
+	// ports are the service ports to generate, sorted; results are their recorders, objects
+	// the objects that each keeps alive, and derived what the workers derived from each for the
+	// merge.
 	ports   []proxy.ServicePortName
 	results []*servicePortRecorder
 	objects []*portObjects
+	derived []portDerived
 	// removed (partial syncs) are service ports that the last sync generated and that are
 	// gone now.
 	removed []proxy.ServicePortName
@@ -208,13 +214,13 @@ type servicePortStage struct {
 	endpoints, noLocalInternal, noLocalExternal int
 }
 
-// newServicePortStage plans the stage of a sync that started at start. fullSync syncs are
-// walkAll; otherwise the stage covers the service ports of updatedServices and
+// newServicePortStage plans the stage of a sync that started at start, with the sync's drift
+// check kernel (nil: none). fullSync syncs are walkAll; otherwise the stage covers the service ports of updatedServices and
 // updatedEndpoints (the Services whose Service or EndpointSlices changed). The proxier's
 // known objects move into the stage and come back only with commit, so that a failed sync
 // leaves none and the next one is walkAll.
-func (proxier *Proxier) newServicePortStage(start time.Time, fullSync bool, updatedServices, updatedEndpoints sets.Set[types.NamespacedName]) *servicePortStage {
-	st := &servicePortStage{proxier: proxier, start: start, state: proxier.known, affinitySize: affinitySetSize(proxier.affinityEndpoints())}
+func (proxier *Proxier) newServicePortStage(start time.Time, fullSync bool, kernel *kernelListing, updatedServices, updatedEndpoints sets.Set[types.NamespacedName]) *servicePortStage {
+	st := &servicePortStage{proxier: proxier, start: start, kernel: kernel, state: proxier.known, affinitySize: affinitySetSize(proxier.affinityEndpoints())}
 	proxier.known = nil
 	if fullSync || st.state == nil {
 		st.walkAll = true
@@ -280,16 +286,7 @@ func (proxier *Proxier) portsOf(services sets.Set[types.NamespacedName]) []proxy
 
 // compareServicePortNames orders service ports by namespace, name, port name and protocol.
 func compareServicePortNames(a, b proxy.ServicePortName) int {
-	if a.Namespace != b.Namespace {
-		return cmp.Compare(a.Namespace, b.Namespace)
-	}
-	if a.Name != b.Name {
-		return cmp.Compare(a.Name, b.Name)
-	}
-	if a.Port != b.Port {
-		return cmp.Compare(a.Port, b.Port)
-	}
-	return cmp.Compare(a.Protocol, b.Protocol)
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Protocol, b.Protocol))
 }
 
 // listExisting lists the table's chains and affinity sets for a walkAll sync. If listing
@@ -297,7 +294,7 @@ func compareServicePortNames(a, b proxy.ServicePortName) int {
 func (st *servicePortStage) listExisting() {
 	st.existingChains, st.existingAffinitySets = sets.New[string](), sets.New[string]()
 	// A drift-checked full sync has just listed the table: no second listing.
-	if k := st.proxier.driftKernel; k != nil && k.listedSets {
+	if k := st.kernel; k != nil && k.listedSets {
 		for chain := range k.chains {
 			st.existingChains.Insert(chain)
 		}
@@ -307,7 +304,7 @@ func (st *servicePortStage) listExisting() {
 		st.noteListedSets(k.sets)
 		return
 	}
-	all, err := st.proxier.listObjects()
+	all, err := st.proxier.nftables.ListAll(context.TODO())
 	if err != nil {
 		st.proxier.logger.Error(err, "Failed to list existing nftables objects")
 		return
@@ -334,7 +331,7 @@ func (st *servicePortStage) noteListedSets(names []string) {
 
 // workers returns how many workers generate n service ports.
 func (st *servicePortStage) workers(n int) int {
-	if n < minParallelServicePorts {
+	if n < cmp.Or(st.proxier.minParallelPorts, minParallelServicePorts) {
 		return 1
 	}
 	return workerpool.Size(st.proxier.syncWorkers)
@@ -356,6 +353,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	}()
 	st.results = make([]*servicePortRecorder, len(st.ports))
 	st.objects = make([]*portObjects, len(st.ports))
+	st.derived = make([]portDerived, len(st.ports))
 	st.unchanged = make([]bool, len(st.ports))
 	st.known = make([]bool, len(st.ports))
 	// The merge changes the known objects Service by Service (closeService), while the
@@ -373,9 +371,9 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		rec := &servicePortRecorder{proxier: proxier, entries: make([]stageEntry, 0, 12)}
 		rec.endpoints = len(proxier.endpointsMap[name])
 		generate(rec, name, proxier.svcPortMap[name])
-		rec.written = chainWritesOf(rec)
-		rec.dropIntactChains()
-		rec.countSetOps()
+		d := &st.derived[i]
+		d.checked, d.rewritten = rec.dropIntactChains(st.kernel)
+		d.setOps = countSetOps(rec)
 		st.results[i] = rec
 		old := olds[i]
 		st.known[i] = old != nil
@@ -415,10 +413,11 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		merged := tx.NumOperations()
 		st.deleteReplacedAffinitySets(tx, rec, splitter.mode == fallbackWhole)
 		deleted := tx.NumOperations() - merged
-		lookups, created := rec.setOperations(merged - before)
+		d := &st.derived[i]
+		lookups, created := d.setOps.operations(merged - before)
 		splitter.weighSets(lookups+deleted, created-deleted-splitter.freedSets(rec))
-		checked += rec.chainsChecked
-		rewritten += rec.chainsRewritten
+		checked += d.checked
+		rewritten += d.rewritten
 	})
 	if len(st.ports) > 0 {
 		st.closeService(tx, first, len(st.ports))

@@ -17,13 +17,10 @@ limitations under the License.
 package nftables
 
 import (
+	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"strings"
-	"time"
 
-	"k8s.io/kubernetes/pkg/proxy/metrics"
 	"sigs.k8s.io/knftables"
 )
 
@@ -49,17 +46,12 @@ import (
 // sets, and to name a new anonymous set (a set or map literal in a rule, such as upstream's
 // numgen vmap, which service ports with many endpoints keep) it reads the name of every set in
 // the table. So an operation that names or creates a set, in a table of S sets, costs about S
-// set visits, on top of itself. Measured on kernel 6.18: the five 5,000-operation transactions
-// of a cold start with 50 endpoints per service port took 187, 410, 685, 977 and 1,258 ms of
-// kernel time as the anonymous sets grew to 6,000, and taking over upstream's affinity table
-// (12,000 per-endpoint sets, deleted as the service ports are re-written) took 2,007 ms for the
-// first 5,000 operations and 130 ms for the last. So each such operation counts as S/setScan
-// operations more.
+// set visits, on top of itself, and counts as S/setScan operations more (bench/RESULTS.md,
+// "Figures behind constants", has the measurements).
 
-// setScan is how many sets the kernel visits, to find or name a set, in the time of one plain
-// operation of a transaction: about 150 to 190 ns per set against about 20 µs per operation,
-// measured on kernel 6.18 with nft 1.0.6. A variable for tests.
-var setScan = 100
+// defaultSetScan is how many sets the kernel visits, to find or name a set, in the time of one
+// plain operation of a transaction (a Proxier's setScan of 0 means it).
+const defaultSetScan = 100
 
 // txSplitter queues the transactions of one sync.
 type txSplitter struct {
@@ -79,8 +71,9 @@ type txSplitter struct {
 	setsCounted bool
 	countSets   func() (int, map[string]int)
 	// surcharge is the weight, beyond one per operation, of the current transaction's
-	// operations that name or create sets.
+	// operations that name or create sets; setScan is defaultSetScan unless set.
 	surcharge int
+	setScan   int
 	// mode is the sync's strategy (recovery.go). cleanupFrom is the index, in the sync's
 	// transactions, of the first one that holds clean-up (set by beginCleanup).
 	mode        fallback
@@ -96,13 +89,13 @@ type txSplitter struct {
 //
 // It also plans the sync's strategy (planFallback): it must be called after setupNFTables.
 func (proxier *Proxier) newTxSplitter() *txSplitter {
-	s := &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily), proxier: proxier}
+	s := &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily), proxier: proxier, setScan: proxier.setScan}
 	s.mode = proxier.planFallback()
 	if s.mode == fallbackWhole {
 		s.max = 0
 	}
 	if link := proxier.kernelLink; link != nil {
-		table := proxier.linkTable()
+		table := linkTableName(proxier.ipFamily)
 		s.countSets = func() (int, map[string]int) { return link.setCounts(table) }
 		s.link, s.table = proxier.trackingLink()
 	}
@@ -135,7 +128,7 @@ func (s *txSplitter) weighSets(n, delta int) {
 		return
 	}
 	s.count()
-	s.surcharge += n * (s.sets / setScan)
+	s.surcharge += n * (s.sets / cmp.Or(s.setScan, defaultSetScan))
 	s.sets = max(0, s.sets+delta)
 }
 
@@ -188,90 +181,8 @@ func (s *txSplitter) isolating() bool {
 	return s.mode == fallbackIsolate
 }
 
-// run runs the queued transactions and then last, in order, and records their sizes and the
-// longest one's duration. It stops at the first failure and returns the failed transaction with
-// an error that says which one it was; otherwise it returns last and nil. When isolating, it
-// goes on past a failed transaction of a Service, runs no clean-up after one, and returns the
-// first failed transaction with an error that counts them.
-func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knftables.Transaction, error) {
-	all := append(s.queued, last)
-	s.queued = nil
-	var longest time.Duration
-	var firstFailed *knftables.Transaction
-	var errs []error
-	defer func() {
-		metrics.NFTablesTransactionsPerSync.WithLabelValues(s.ipFamily).Observe(float64(len(all)))
-		metrics.NFTablesLongestTransactionSeconds.WithLabelValues(s.ipFamily).Observe(longest.Seconds())
-		metrics.OldNFTablesLongestTransactionSeconds.WithLabelValues(s.ipFamily).Observe(longest.Seconds())
-	}()
-	for i, tx := range all {
-		if firstFailed != nil && i >= s.cleanupFrom {
-			break // isolating: no clean-up after a failed Service
-		}
-		if tx.NumOperations() == 0 && len(all) > 1 {
-			continue // a cut before the clean-up, with nothing to clean up
-		}
-		start := time.Now()
-		err := s.commit(ctx, tx)
-		longest = max(longest, time.Since(start))
-		switch {
-		case err == nil:
-		case len(all) == 1:
-			return tx, err
-		case s.isolating():
-			if firstFailed == nil {
-				firstFailed = tx
-			}
-			errs = append(errs, fmt.Errorf("transaction %d of %d: %w", i+1, len(all), err))
-		default:
-			return tx, fmt.Errorf("transaction %d of %d failed (the %d before it were applied): %w", i+1, len(all), i, err)
-		}
-	}
-	if firstFailed != nil {
-		return firstFailed, fmt.Errorf("%d of %d transactions failed, each a Service's own (the others were applied, the clean-up was not): %w",
-			len(errs), len(all), errors.Join(errs...))
-	}
-	for _, f := range s.after {
-		f(ctx, s)
-	}
-	return last, nil
-}
-
-// afterCommit adds f to what run does after every transaction of the sync has committed.
-func (s *txSplitter) afterCommit(f func(ctx context.Context, s *txSplitter)) {
-	s.after = append(s.after, f)
-}
-
-// commit runs tx, tracked by the kernel link when there is one, and records its size.
-func (s *txSplitter) commit(ctx context.Context, tx *knftables.Transaction) error {
-	metrics.NFTablesTransactionOperations.WithLabelValues(s.ipFamily).Observe(float64(tx.NumOperations()))
-	run := func() error { return s.nft.Run(ctx, tx) }
-	if s.link != nil {
-		return s.link.runTracked(s.table, tx.String, run)
-	}
-	return run()
-}
-
-// runTracked runs tx, a transaction of the proxier's own outside the sync's splitter (upstream's
-// deletion of stale chains), and notes its writes for the drift check as the splitter does.
-func (proxier *Proxier) runTracked(ctx context.Context, tx *knftables.Transaction) error {
-	if link, table := proxier.trackingLink(); link != nil {
-		return link.runTracked(table, tx.String, func() error { return proxier.nftables.Run(ctx, tx) })
-	}
-	return proxier.nftables.Run(ctx, tx)
-}
-
-// trackingLink returns the kernel link that notes the proxier's writes for the drift check, and
-// its table's name there; nil without a link or with --full-sync-rewrite-all (no drift check).
-func (proxier *Proxier) trackingLink() (*nftLink, string) {
-	if proxier.kernelLink == nil || proxier.rewriteAllOnFullSync {
-		return nil, ""
-	}
-	return proxier.kernelLink, proxier.linkTable()
-}
-
 // portSetOps is what a service port's recorded chain and rule operations do to sets: counted
-// by the stage's worker (countSetOps), so that the merge only adds it up.
+// from its recorder by the stage's worker (countSetOps), so that the merge only adds it up.
 type portSetOps struct {
 	// chainRuleOps counts the operations on the port's chains and rules.
 	chainRuleOps int
@@ -283,9 +194,9 @@ type portSetOps struct {
 	created int
 }
 
-// countSetOps fills rec.setOps from rec's entries. Rules of chains that the drift check found
+// countSetOps counts what rec's entries do to sets. Rules of chains that the drift check found
 // intact are no longer in rec.
-func (rec *servicePortRecorder) countSetOps() {
+func countSetOps(rec *servicePortRecorder) portSetOps {
 	var c portSetOps
 	for _, e := range rec.entries {
 		if e.verb != stageAdd && e.verb != stageFlush {
@@ -307,15 +218,15 @@ func (rec *servicePortRecorder) countSetOps() {
 			}
 		}
 	}
-	rec.setOps = c
+	return c
 }
 
-// setOperations returns how often the n operations that the merge added for rec's chains,
-// rules and elements name or create a set (lookups), and how many sets they create: every
-// operation but those on its chains and rules (map and set elements, sets), and each set that
-// an added rule names or creates. rec.setOps must be counted.
-func (rec *servicePortRecorder) setOperations(n int) (lookups, created int) {
-	return n - rec.setOps.chainRuleOps + rec.setOps.ruleLookups, rec.setOps.created
+// operations returns how often the n operations that the merge added for a service port's
+// chains, rules and elements, whose recorder c counts, name or create a set (lookups), and how
+// many sets they create: every operation but those on its chains and rules (map and set
+// elements, sets), and each set that an added rule names or creates.
+func (c portSetOps) operations(n int) (lookups, created int) {
+	return n - c.chainRuleOps + c.ruleLookups, c.created
 }
 
 // setReferences counts the sets that a rule's text names ("@set") and the set and map literals

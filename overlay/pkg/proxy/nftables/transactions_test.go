@@ -17,7 +17,6 @@ limitations under the License.
 package nftables
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -28,32 +27,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 )
-
-// recordingNFT wraps the fake to record each transaction's size, count listings, and fail the
-// failAt-th Run (counting from 1; 0 never fails).
-type recordingNFT struct {
-	*knftables.Fake
-	sizes    []int
-	texts    []string
-	runs     int
-	failAt   int
-	listAlls int
-}
-
-func (r *recordingNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
-	r.runs++
-	if r.runs == r.failAt {
-		return fmt.Errorf("injected failure of run %d", r.runs)
-	}
-	r.sizes = append(r.sizes, tx.NumOperations())
-	r.texts = append(r.texts, tx.String())
-	return r.Fake.Run(ctx, tx)
-}
-
-func (r *recordingNFT) ListAll(ctx context.Context) (map[string][]string, error) {
-	r.listAlls++
-	return r.Fake.ListAll(ctx)
-}
 
 const splitTestServices = 30
 
@@ -352,11 +325,10 @@ func TestSplitterWeighsSetOperations(t *testing.T) {
 }
 
 func TestSetOperationsMakeTransactionsSmaller(t *testing.T) {
-	defer func(old int) { setScan = old }(setScan)
 	const maxOps = 50
 	sync := func(scan int) *recordingNFT {
-		setScan = scan
 		rec, fp := newSplitTestProxier(maxOps)
+		fp.setScan = scan
 		fp.upstreamRuleShapes = true // one anonymous vmap per service port, per-endpoint affinity sets
 		setSplitTestCluster(fp, 1)
 		if err := fp.syncProxyRules(); err != nil {

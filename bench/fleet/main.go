@@ -1,3 +1,5 @@
+//go:build benchfleet
+
 /*
 Copyright 2026 The Kubernetes Authors.
 
