@@ -63,3 +63,14 @@ upstream_soak_test() {
 	(cd "$pristine" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go test -c -trimpath -tags soakupstream -overlay "$ov" -o "$out" ./pkg/proxy/nftables/) || { rm -f "$ov"; die "compiling upstream's nftables tests for the soak failed"; }
 	rm -f "$ov"
 }
+
+# lay_rtnlprobe TREE lays the RTNL probe the benchmarks share (bench/_rtnlprobe) into
+# TREE/test/rtnlprobe, importable there as k8s.io/kubernetes/test/rtnlprobe. TREE is a bench
+# copy of an assembled tree; the directory is new in it, so nothing hard-linked is modified.
+lay_rtnlprobe() {
+	local root
+	root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	rm -rf "$1/test/rtnlprobe"
+	mkdir -p "$1/test/rtnlprobe"
+	cp "$root"/bench/_rtnlprobe/*.go "$1/test/rtnlprobe/"
+}
