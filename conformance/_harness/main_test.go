@@ -21,7 +21,19 @@ const (
 	// envOnly, set to "handover", runs only the handover between the two binaries (for
 	// developers; make test runs everything).
 	envOnly = "KPCONF_ONLY"
+	// envPrefix and envAPINet, for a second binary built from the harness: the prefix of every
+	// name it creates, and the root namespace's /30 towards the node (see topology_test.go).
+	envPrefix = "KPCONF_PREFIX"
+	envAPINet = "KPCONF_API_NET"
 )
+
+// envOr returns environment variable name, or def when it is unset or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
 
 var (
 	runningMu sync.Mutex
