@@ -74,3 +74,15 @@ lay_rtnlprobe() {
 	mkdir -p "$1/test/rtnlprobe"
 	cp "$root"/bench/_rtnlprobe/*.go "$1/test/rtnlprobe/"
 }
+
+# harness_args TARGET PRISTINE PATCHED_BIN UPSTREAM_BIN: the checks that the harness runners
+# (build/conformance.sh, build/bench-e2e.sh) share. It sets pristine (absolute), patched_bin and
+# upstream_bin (real paths), requires root, and installs what the tests need.
+harness_args() {
+	[ $# -eq 4 ] || die "usage: $0 PRISTINE PATCHED_BIN UPSTREAM_BIN"
+	pristine=$(cd "$2" && pwd)
+	patched_bin=$(realpath "$3") upstream_bin=$(realpath "$4")
+	[ -f "$pristine/.upstream-tag" ] || die "$pristine is not an assembled tree (make tree)"
+	[ "$(id -u)" -eq 0 ] || die "make $1 needs root (it creates network namespaces)"
+	"$(dirname "${BASH_SOURCE[0]}")/deps.sh" test
+}

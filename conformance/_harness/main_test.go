@@ -81,23 +81,8 @@ func TestConformance(t *testing.T) {
 	defer cancel()
 	work := t.TempDir()
 
-	etcdURL, stopEtcd, err := startEtcd(filepath.Join(work, "etcd"), logDir)
-	if err != nil {
-		t.Fatalf("etcd: %v", err)
-	}
-	defer stopEtcd()
-	if err := buildTopology(); err != nil {
-		t.Fatalf("topology: %v", err)
-	}
-	api, err := startAPIServer(t, etcdURL, work)
-	if err != nil {
-		t.Fatalf("kube-apiserver: %v", err)
-	}
-	defer api.teardown()
-	kubeconfig := filepath.Join(work, "kube-proxy.kubeconfig")
-	if err := writeKubeconfig(kubeconfig, api.url); err != nil {
-		t.Fatal(err)
-	}
+	api, kubeconfig, stopWorld := startWorld(t, work, logDir)
+	defer stopWorld()
 	for _, p := range pods {
 		stop, err := startEchoServers(p)
 		if err != nil {
@@ -140,6 +125,32 @@ func TestConformance(t *testing.T) {
 	if !rep.ok() {
 		t.Fail()
 	}
+}
+
+// startWorld starts etcd (its data under work, its log in logDir), builds the topology, starts
+// kube-apiserver (with apiFlags added) and writes kube-proxy's kubeconfig under work. It fails
+// t on any error; stop tears down the API server and etcd.
+func startWorld(t *testing.T, work, logDir string, apiFlags ...string) (api *apiServer, kubeconfig string, stop func()) {
+	etcdURL, stopEtcd, err := startEtcd(filepath.Join(work, "etcd"), logDir)
+	if err != nil {
+		t.Fatalf("etcd: %v", err)
+	}
+	if err := buildTopology(); err != nil {
+		stopEtcd()
+		t.Fatalf("topology: %v", err)
+	}
+	api, err = startAPIServer(t, etcdURL, work, apiFlags...)
+	if err != nil {
+		stopEtcd()
+		t.Fatalf("kube-apiserver: %v", err)
+	}
+	stop = func() { api.teardown(); stopEtcd() }
+	kubeconfig = filepath.Join(work, "kube-proxy.kubeconfig")
+	if err := writeKubeconfig(kubeconfig, api.url); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	return api, kubeconfig, stop
 }
 
 // progress prints one line of progress, with the time, to stdout.

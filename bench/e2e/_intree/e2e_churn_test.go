@@ -39,11 +39,7 @@ func (b *benchRun) churn(ctx context.Context, r *kpe2e.Run) error {
 		return err
 	}
 	defer mon.stop()
-	before, err := scrape()
-	if err != nil {
-		return err
-	}
-	histBefore, err := before.Buckets(programmingHistogram, nil)
+	before, histBefore, err := programmingBuckets()
 	if err != nil {
 		return err
 	}
@@ -137,11 +133,7 @@ func (b *benchRun) churn(ctx context.Context, r *kpe2e.Run) error {
 		return profErr
 	}
 
-	after, err := scrape()
-	if err != nil {
-		return err
-	}
-	histAfter, err := after.Buckets(programmingHistogram, nil)
+	_, histAfter, err := programmingBuckets()
 	if err != nil {
 		return err
 	}
@@ -164,6 +156,17 @@ func (b *benchRun) churn(ctx context.Context, r *kpe2e.Run) error {
 	progress("%s at %d: %d/%d changes in the kernel, p50 %v p99 %v (histogram p50 %.0fms p99 %.0fms), %d full syncs", b.p.name, b.size,
 		r.Seen, r.Changes, r.NftP50.Round(time.Millisecond), r.NftP99.Round(time.Millisecond), r.HistP50*1000, r.HistP99*1000, r.FullSyncs)
 	return nil
+}
+
+// programmingBuckets scrapes kube-proxy's metrics and returns them with the programming
+// histogram's buckets (every family).
+func programmingBuckets() (kpe2e.Metrics, []kpe2e.Bucket, error) {
+	m, err := scrape()
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := m.Buckets(programmingHistogram, nil)
+	return m, b, err
 }
 
 // monitor runs `nft monitor new elements` in the node namespace and records when each element of

@@ -28,24 +28,6 @@ func loadServices(ctx context.Context, c kubernetes.Interface, p kpe2e.Params, f
 		return nil
 	}
 	var done, objects atomic.Int64
-	next := make(chan int)
-	errc := make(chan error, loadWorkers)
-	var wg sync.WaitGroup
-	for w := 0; w < loadWorkers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				n, _, err := createPlanned(ctx, c, kpe2e.Plan(p, i), nil)
-				objects.Add(int64(n))
-				if err != nil {
-					errc <- fmt.Errorf("service %d: %w", i, err)
-					return
-				}
-				done.Add(1)
-			}
-		}()
-	}
 	start := time.Now()
 	stopBar := make(chan struct{})
 	barDone := make(chan struct{})
@@ -60,6 +42,39 @@ func loadServices(ctx context.Context, c kubernetes.Interface, p kpe2e.Params, f
 			}
 		}
 	}()
+	err := inParallel(from, to, func(i int) error {
+		n, _, err := createPlanned(ctx, c, kpe2e.Plan(p, i), nil)
+		objects.Add(int64(n))
+		if err != nil {
+			return fmt.Errorf("service %d: %w", i, err)
+		}
+		done.Add(1)
+		return nil
+	})
+	close(stopBar)
+	<-barDone
+	progressBar(start, int(done.Load()), to-from, objects.Load())
+	return err
+}
+
+// inParallel calls fn for every i from (inclusive) to to (exclusive), loadWorkers calls at a
+// time, and returns the first error; once a call has failed no new one starts.
+func inParallel(from, to int, fn func(i int) error) error {
+	next := make(chan int)
+	errc := make(chan error, loadWorkers)
+	var wg sync.WaitGroup
+	for w := 0; w < loadWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
 	var err error
 feed:
 	for i := from; i < to; i++ {
@@ -71,15 +86,12 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	close(stopBar)
-	<-barDone
 	if err == nil {
 		select {
 		case err = <-errc:
 		default:
 		}
 	}
-	progressBar(start, int(done.Load()), to-from, objects.Load())
 	return err
 }
 

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -47,23 +46,8 @@ func TestBenchE2E(t *testing.T) {
 	}
 	ctx := context.Background()
 	work := t.TempDir()
-	etcdURL, stopEtcd, err := startEtcd(filepath.Join(work, "etcd"), out)
-	if err != nil {
-		t.Fatalf("etcd: %v", err)
-	}
-	defer stopEtcd()
-	if err := buildTopology(); err != nil {
-		t.Fatalf("topology: %v", err)
-	}
-	api, err := startAPIServer(t, etcdURL, work, "--service-node-port-range="+nodePortRange)
-	if err != nil {
-		t.Fatalf("kube-apiserver: %v", err)
-	}
-	defer api.teardown()
-	kubeconfig := filepath.Join(work, "kube-proxy.kubeconfig")
-	if err := writeKubeconfig(kubeconfig, api.url); err != nil {
-		t.Fatal(err)
-	}
+	api, kubeconfig, stopWorld := startWorld(t, work, out, "--service-node-port-range="+nodePortRange)
+	defer stopWorld()
 	// The loader's own client: client-go's default of 5 requests a second would make the
 	// client, not the API server, set the pace.
 	cfg := rest.CopyConfig(api.config)

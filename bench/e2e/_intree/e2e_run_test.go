@@ -272,24 +272,12 @@ func setZone(ctx context.Context, c kubernetes.Interface, zone string) error {
 // deleteChurned deletes the churn's Services and their slices, loadWorkers at a time, so that
 // the next binary sees the same API contents.
 func (b *benchRun) deleteChurned(ctx context.Context) {
-	names := make(chan string)
-	var wg sync.WaitGroup
-	for w := 0; w < loadWorkers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for name := range names {
-				if err := retryAPI(ctx, func() error { return deleteService(ctx, b.c, name) }); err != nil {
-					progress("deleting churn Service %s: %v", name, err)
-				}
-			}
-		}()
-	}
-	for _, name := range b.churned {
-		names <- name
-	}
-	close(names)
-	wg.Wait()
+	_ = inParallel(0, len(b.churned), func(i int) error {
+		if err := retryAPI(ctx, func() error { return deleteService(ctx, b.c, b.churned[i]) }); err != nil {
+			progress("deleting churn Service %s: %v", b.churned[i], err)
+		}
+		return nil
+	})
 	b.churned = nil
 }
 
