@@ -73,6 +73,7 @@ type apiServer struct {
 	client   *kubernetes.Clientset
 	config   *rest.Config // the admin client's, on loopback
 	url      string       // as reached from the node namespace, through the forwarder
+	etcdURL  string       // the etcd it stores in (set by startWorld)
 	teardown func()
 }
 

@@ -90,7 +90,7 @@ func TestConformance(t *testing.T) {
 		}
 		defer stop()
 	}
-	progress("world ready: etcd %s, kube-apiserver (forwarded) %s", etcdURL, api.url)
+	progress("world ready: etcd %s, kube-apiserver (forwarded) %s", api.etcdURL, api.url)
 
 	rep := newReport()
 	w := &world{c: api.client}
@@ -144,6 +144,7 @@ func startWorld(t *testing.T, work, logDir string, apiFlags ...string) (api *api
 		stopEtcd()
 		t.Fatalf("kube-apiserver: %v", err)
 	}
+	api.etcdURL = etcdURL
 	stop = func() { api.teardown(); stopEtcd() }
 	kubeconfig = filepath.Join(work, "kube-proxy.kubeconfig")
 	if err := writeKubeconfig(kubeconfig, api.url); err != nil {
