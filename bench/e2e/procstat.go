@@ -8,9 +8,10 @@ import (
 
 // ProcStat is what the benchmark reads from /proc/<pid>/stat.
 type ProcStat struct {
-	Comm         string
-	UTime, STime uint64 // clock ticks in user and kernel mode (fields 14 and 15)
-	RSSPages     int64  // resident set size in pages (field 24)
+	Comm           string
+	UTime, STime   uint64 // clock ticks in user and kernel mode (fields 14 and 15)
+	CUTime, CSTime uint64 // the same of its waited-for children (16 and 17): kube-proxy's nft runs
+	RSSPages       int64  // resident set size in pages (field 24)
 }
 
 // ParseProcStat parses the text of /proc/<pid>/stat. The command name (field 2) is in
@@ -35,15 +36,28 @@ func ParseProcStat(s string) (ProcStat, error) {
 	if st.STime, err = strconv.ParseUint(rest[15-3], 10, 64); err != nil {
 		return ProcStat{}, fmt.Errorf("stime: %w", err)
 	}
+	if st.CUTime, err = strconv.ParseUint(rest[16-3], 10, 64); err != nil {
+		return ProcStat{}, fmt.Errorf("cutime: %w", err)
+	}
+	if st.CSTime, err = strconv.ParseUint(rest[17-3], 10, 64); err != nil {
+		return ProcStat{}, fmt.Errorf("cstime: %w", err)
+	}
 	if st.RSSPages, err = strconv.ParseInt(rest[24-3], 10, 64); err != nil {
 		return ProcStat{}, fmt.Errorf("rss: %w", err)
 	}
 	return st, nil
 }
 
-// CPUSeconds is user plus kernel time at ticksPerSecond clock ticks (USER_HZ, 100 on Linux).
+// CPUSeconds is the process's user plus kernel time at ticksPerSecond clock ticks (USER_HZ,
+// 100 on Linux).
 func (s ProcStat) CPUSeconds(ticksPerSecond int) float64 {
 	return float64(s.UTime+s.STime) / float64(ticksPerSecond)
+}
+
+// ChildCPUSeconds is the user plus kernel time of the children it has waited for (for
+// kube-proxy: every nft run), at ticksPerSecond clock ticks.
+func (s ProcStat) ChildCPUSeconds(ticksPerSecond int) float64 {
+	return float64(s.CUTime+s.CSTime) / float64(ticksPerSecond)
 }
 
 // StatusKiB returns the value in KiB of key (for example "VmRSS" or "VmHWM", the peak) from the

@@ -26,8 +26,10 @@ type Run struct {
 	PeakRSS   int64   // bytes, VmHWM at the end of the run
 	SteadyRSS int64   // bytes, VmRSS after the first sync and a quiet spell
 	HeapInuse float64 // bytes, go_memstats_heap_inuse_bytes at the same time
-	CPUFirst  float64 // CPU seconds (user+system) until the first sync
-	CPUTotal  float64 // CPU seconds over the whole run
+	CPUFirst  float64 // CPU seconds (user+system) of kube-proxy until the first sync
+	CPUTotal  float64 // the same over the whole run
+	NftFirst  float64 // CPU seconds of its nft runs (waited-for children) until the first sync
+	NftTotal  float64 // the same over the whole run
 
 	FullSyncs    int             // periodic full syncs completed during the churn
 	FullSyncLong time.Duration   // the longest of them (from the full-sync histogram's sum)
@@ -84,8 +86,10 @@ func Table(size int, runs []Run) []string {
 	row("peak RSS (MiB)", func(r *Run) (float64, string) { return mib(float64(r.PeakRSS)) })
 	row("steady RSS (MiB)", func(r *Run) (float64, string) { return mib(float64(r.SteadyRSS)) })
 	row("Go heap in use (MiB)", func(r *Run) (float64, string) { return mib(r.HeapInuse) })
-	row("CPU to first sync (s)", func(r *Run) (float64, string) { return num(r.CPUFirst, "%.2f") })
-	row("CPU whole run (s)", func(r *Run) (float64, string) { return num(r.CPUTotal, "%.2f") })
+	row("CPU to first sync, kube-proxy (s)", func(r *Run) (float64, string) { return num(r.CPUFirst, "%.2f") })
+	row("CPU to first sync, its nft runs (s)", func(r *Run) (float64, string) { return num(r.NftFirst, "%.2f") })
+	row("CPU whole run, kube-proxy (s)", func(r *Run) (float64, string) { return num(r.CPUTotal, "%.2f") })
+	row("CPU whole run, its nft runs (s)", func(r *Run) (float64, string) { return num(r.NftTotal, "%.2f") })
 	row("periodic full syncs in churn", func(r *Run) (float64, string) { return num(float64(r.FullSyncs), "%.0f") })
 	row("longest full sync (s)", func(r *Run) (float64, string) { return secs(r.FullSyncLong) })
 	row("changes seen in kernel", func(r *Run) (float64, string) {

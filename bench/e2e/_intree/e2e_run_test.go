@@ -97,7 +97,7 @@ func (b *benchRun) measure(ctx context.Context, r *kpe2e.Run) error {
 	if err := b.firstSync(ctx, r); err != nil {
 		return err
 	}
-	progress("%s at %d: first complete sync %.2fs, healthz %.2fs, %.2f CPU s", b.p.name, b.size, r.FirstSync.Seconds(), r.Healthz.Seconds(), r.CPUFirst)
+	progress("%s at %d: first complete sync %.2fs, healthz %.2fs, %.2f CPU s (nft %.2f)", b.p.name, b.size, r.FirstSync.Seconds(), r.Healthz.Seconds(), r.CPUFirst, r.NftFirst)
 
 	time.Sleep(5 * time.Second)
 	st, err := b.status("VmRSS")
@@ -126,9 +126,9 @@ func (b *benchRun) measure(ctx context.Context, r *kpe2e.Run) error {
 	if err != nil {
 		return err
 	}
-	r.CPUTotal = ps.CPUSeconds(userHZ)
-	progress("%s at %d: peak RSS %.1f MiB, steady %.1f MiB, heap in use %.1f MiB, %.1f CPU s", b.p.name, b.size,
-		float64(r.PeakRSS)/(1<<20), float64(r.SteadyRSS)/(1<<20), r.HeapInuse/(1<<20), r.CPUTotal)
+	r.CPUTotal, r.NftTotal = ps.CPUSeconds(userHZ), ps.ChildCPUSeconds(userHZ)
+	progress("%s at %d: peak RSS %.1f MiB, steady %.1f MiB, heap in use %.1f MiB, %.1f CPU s (nft %.1f)", b.p.name, b.size,
+		float64(r.PeakRSS)/(1<<20), float64(r.SteadyRSS)/(1<<20), r.HeapInuse/(1<<20), r.CPUTotal, r.NftTotal)
 	return nil
 }
 
@@ -159,7 +159,7 @@ func (b *benchRun) firstSync(ctx context.Context, r *kpe2e.Run) error {
 				if err != nil {
 					return err
 				}
-				r.CPUFirst = ps.CPUSeconds(userHZ)
+				r.CPUFirst, r.NftFirst = ps.CPUSeconds(userHZ), ps.ChildCPUSeconds(userHZ)
 			}
 		}
 		if r.Healthz == 0 || r.FirstSync == 0 {
