@@ -19,6 +19,7 @@ type Run struct {
 	Size    int
 	Skipped string // why the binary did not run at this size ("" when it ran)
 	Err     string // the first failure, when the run broke off
+	Note    string // what did not go as planned without breaking the run off
 
 	FirstSync time.Duration // process start to the end of the first complete sync
 	Healthz   time.Duration // process start to the first /healthz 200 (polled every 100ms)
@@ -35,8 +36,11 @@ type Run struct {
 	FullSyncLong time.Duration   // the longest of them (from the full-sync histogram's sum)
 	Changes      int             // Services created during the churn
 	Seen         int             // of them, seen in the kernel before the deadline
-	NftP50       time.Duration   // creation to the element in the kernel (nft monitor)
-	NftP99       time.Duration   //
+	NftP50       time.Duration   // creation to the element in the kernel (nft monitor); a change
+	NftP99       time.Duration   // never seen counts as the wait's end, and makes the figure a bound
+	NftBound     bool            // some change was never seen: NftP50/NftP99 are lower bounds
+	TextListings int             // drift checks that listed the table as text (patched only)
+	TextListLong time.Duration   // the time those listings took in all
 	HistP50      float64         // seconds, kubeproxy_network_programming_duration_seconds over the churn
 	HistP99      float64         //
 	RTNLIdle     time.Duration   // worst probe operation while nothing ran (before kube-proxy)
@@ -48,8 +52,9 @@ type Run struct {
 // RTNLExcess is the worst probe operation over the run, less the idle worst.
 func (r Run) RTNLExcess() time.Duration { return r.RTNLWorst - r.RTNLIdle }
 
-// ran reports whether r has figures.
-func (r *Run) ran() bool { return r != nil && r.Skipped == "" && r.Err == "" }
+// ran reports whether r has figures: a run that broke off keeps those it measured (the others
+// are zero), and says why in its Err.
+func (r *Run) ran() bool { return r != nil && r.Skipped == "" }
 
 // Table returns the report of one size: one row per figure, patched beside upstream, with the
 // ratio patched/upstream where both ran.
@@ -72,7 +77,7 @@ func Table(size int, runs []Run) []string {
 		pv, ps := cell(pa, f)
 		uv, us := cell(up, f)
 		ratio := ""
-		if pa.ran() && up.ran() && uv > 0 && !math.IsNaN(pv) && !math.IsNaN(uv) {
+		if pa.ran() && up.ran() && pa.Err == "" && up.Err == "" && uv > 0 && !math.IsNaN(pv) && !math.IsNaN(uv) {
 			ratio = fmt.Sprintf("%.2f", pv/uv)
 		}
 		out = append(out, fmt.Sprintf("%-42s %14s %14s %8s", name, ps, us, ratio))
@@ -95,10 +100,20 @@ func Table(size int, runs []Run) []string {
 	row("changes seen in kernel", func(r *Run) (float64, string) {
 		return float64(r.Seen), fmt.Sprintf("%d/%d", r.Seen, r.Changes)
 	})
-	row("programming p50, nft (ms)", func(r *Run) (float64, string) { return msec(r.NftP50) })
-	row("programming p99, nft (ms)", func(r *Run) (float64, string) { return msec(r.NftP99) })
+	bound := func(r *Run, d time.Duration) (float64, string) {
+		v, s := msec(d)
+		if r.NftBound {
+			s = ">=" + s
+		}
+		return v, s
+	}
+	row("programming p50, nft (ms)", func(r *Run) (float64, string) { return bound(r, r.NftP50) })
+	row("programming p99, nft (ms)", func(r *Run) (float64, string) { return bound(r, r.NftP99) })
 	row("programming p50, histogram (ms)", func(r *Run) (float64, string) { return num(r.HistP50*1000, "%.0f") })
 	row("programming p99, histogram (ms)", func(r *Run) (float64, string) { return num(r.HistP99*1000, "%.0f") })
+	row("drift checks listing the table as text", func(r *Run) (float64, string) {
+		return float64(r.TextListings), fmt.Sprintf("%d (%.1fs)", r.TextListings, r.TextListLong.Seconds())
+	})
 	row("RTNL probe idle worst (ms)", func(r *Run) (float64, string) { return msec(r.RTNLIdle) })
 	row("RTNL probe worst, whole run (ms)", func(r *Run) (float64, string) { return msec(r.RTNLWorst) })
 	row("RTNL excess over idle (ms)", func(r *Run) (float64, string) { return msec(r.RTNLExcess()) })
@@ -118,7 +133,10 @@ func Table(size int, runs []Run) []string {
 		case r.Skipped != "":
 			out = append(out, fmt.Sprintf("%s: skipped: %s", r.Binary, r.Skipped))
 		case r.Err != "":
-			out = append(out, fmt.Sprintf("%s: FAILED: %s", r.Binary, r.Err))
+			out = append(out, fmt.Sprintf("%s: FAILED (figures so far above, zero where not measured): %s", r.Binary, r.Err))
+		}
+		if r != nil && r.Note != "" {
+			out = append(out, fmt.Sprintf("%s: note: %s", r.Binary, r.Note))
 		}
 	}
 	return out
@@ -162,17 +180,31 @@ func ClosingLines(size int, runs []Run) []string {
 	first, rss, prog, rtnl := why(pa, Patched), why(pa, Patched), why(pa, Patched), why(pa, Patched)
 	firstR, rssR := first, rss
 	if pa.ran() {
-		first = fmt.Sprintf("%.2f", pa.FirstSync.Seconds())
-		rss = fmt.Sprintf("%.1f", float64(pa.PeakRSS)/(1<<20))
-		prog = fmt.Sprintf("%.0f", ms(pa.NftP99))
-		if pa.Seen < pa.Changes {
-			prog += fmt.Sprintf(" (%d of %d changes never seen)", pa.Changes-pa.Seen, pa.Changes)
-		}
-		rtnl = fmt.Sprintf("%.0f", ms(pa.RTNLExcess()))
+		upOK := up.ran() && up.Err == ""
 		firstR, rssR = why(up, Upstream), why(up, Upstream)
-		if up.ran() {
-			firstR = fmt.Sprintf("%.3f", pa.FirstSync.Seconds()/up.FirstSync.Seconds())
-			rssR = fmt.Sprintf("%.2f", float64(pa.PeakRSS)/float64(up.PeakRSS))
+		if up != nil && up.Skipped == "" && up.Err != "" {
+			firstR, rssR = "n/a (upstream failed)", "n/a (upstream failed)"
+		}
+		if pa.FirstSync > 0 {
+			first = fmt.Sprintf("%.2f", pa.FirstSync.Seconds())
+			if upOK {
+				firstR = fmt.Sprintf("%.3f", pa.FirstSync.Seconds()/up.FirstSync.Seconds())
+			}
+		}
+		if pa.PeakRSS > 0 {
+			rss = fmt.Sprintf("%.1f", float64(pa.PeakRSS)/(1<<20))
+			if upOK {
+				rssR = fmt.Sprintf("%.2f", float64(pa.PeakRSS)/float64(up.PeakRSS))
+			}
+		}
+		if pa.Changes > 0 {
+			prog = fmt.Sprintf("%.0f", ms(pa.NftP99))
+			if pa.NftBound {
+				prog = fmt.Sprintf(">= %.0f (%d of %d changes not in the kernel when the wait ended)", ms(pa.NftP99), pa.Changes-pa.Seen, pa.Changes)
+			}
+		}
+		if pa.RTNLWorst > 0 {
+			rtnl = fmt.Sprintf("%.0f", ms(pa.RTNLExcess()))
 		}
 	}
 	return []string{

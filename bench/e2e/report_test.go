@@ -35,21 +35,24 @@ func TestClosingLines(t *testing.T) {
 func TestClosingLinesUpstreamSkippedOrMissing(t *testing.T) {
 	runs := sampleRuns()
 	runs[1] = Run{Binary: Upstream, Size: 36000, Skipped: "above UPSTREAM_MAX=24000"}
-	runs[0].Seen = 398
+	runs[0].Seen, runs[0].NftBound, runs[0].NftP99 = 398, true, 90*time.Second
 	lines := ClosingLines(36000, runs)
 	if lines[1] != "e2e_first_sync_vs_upstream_36k: n/a (upstream skipped: above UPSTREAM_MAX=24000)" {
 		t.Errorf("ratio line: %s", lines[1])
 	}
-	if lines[4] != "e2e_programming_p99_ms_36k: 900 (2 of 400 changes never seen)" {
+	if lines[4] != "e2e_programming_p99_ms_36k: >= 90000 (2 of 400 changes not in the kernel when the wait ended)" {
 		t.Errorf("p99 line: %s", lines[4])
 	}
 	none := ClosingLines(6000, runs)
 	if none[0] != "e2e_first_sync_s_6k: n/a (patched not run)" || none[5] != "e2e_rtnl_excess_ms_6k: n/a (patched not run)" {
 		t.Errorf("size not run: %v", none)
 	}
-	runs[0].Err = "boom"
-	if l := ClosingLines(36000, runs)[2]; l != "e2e_rss_mib_36k: n/a (patched failed)" {
-		t.Errorf("failed run: %s", l)
+	// A run that broke off keeps what it measured, and nothing else.
+	runs[0].Err, runs[0].PeakRSS, runs[0].Changes, runs[0].RTNLWorst = "boom", 0, 0, 0
+	broken := ClosingLines(36000, runs)
+	if broken[0] != "e2e_first_sync_s_36k: 12.00" || broken[2] != "e2e_rss_mib_36k: n/a (patched failed)" ||
+		broken[4] != "e2e_programming_p99_ms_36k: n/a (patched failed)" || broken[5] != "e2e_rtnl_excess_ms_36k: n/a (patched failed)" {
+		t.Errorf("broken-off run: %v", broken)
 	}
 }
 
@@ -81,5 +84,13 @@ func TestTable(t *testing.T) {
 	}
 	if lines[len(lines)-1] != "upstream: skipped: above UPSTREAM_MAX" {
 		t.Errorf("last line %q", lines[len(lines)-1])
+	}
+	runs[0].NftBound, runs[0].Note = true, "1 of 2 full syncs"
+	lines = Table(36000, runs)
+	if f := strings.Fields(find("programming p99, nft (ms)")); f[len(f)-2] != ">=900" {
+		t.Errorf("bound: %v", f)
+	}
+	if lines[len(lines)-2] != "patched: note: 1 of 2 full syncs" {
+		t.Errorf("note line %q", lines[len(lines)-2:])
 	}
 }

@@ -111,16 +111,18 @@ func (b *benchRun) measure(ctx context.Context, r *kpe2e.Run) error {
 	}
 	r.HeapInuse, _ = m.Sum("go_memstats_heap_inuse_bytes", nil)
 
-	if err := b.churn(ctx, r); err != nil {
+	churnErr := b.churn(ctx, r)
+	if b.kp.exited() != nil {
+		return churnErr
+	}
+	// The run's memory, CPU and heap profile, also when the churn broke off.
+	if r.PeakRSS, err = b.status("VmHWM"); err != nil {
 		return err
 	}
 	if b.p.patched {
 		if err := b.saveProfile("heap?gc=1", "heap"); err != nil {
 			return err
 		}
-	}
-	if r.PeakRSS, err = b.status("VmHWM"); err != nil {
-		return err
 	}
 	ps, err := b.stat()
 	if err != nil {
@@ -129,7 +131,7 @@ func (b *benchRun) measure(ctx context.Context, r *kpe2e.Run) error {
 	r.CPUTotal, r.NftTotal = ps.CPUSeconds(userHZ), ps.ChildCPUSeconds(userHZ)
 	progress("%s at %d: peak RSS %.1f MiB, steady %.1f MiB, heap in use %.1f MiB, %.1f CPU s (nft %.1f)", b.p.name, b.size,
 		float64(r.PeakRSS)/(1<<20), float64(r.SteadyRSS)/(1<<20), r.HeapInuse/(1<<20), r.CPUTotal, r.NftTotal)
-	return nil
+	return churnErr
 }
 
 // firstSync polls healthz every 100ms and the metrics every 250ms until kube-proxy has answered
