@@ -70,13 +70,8 @@ func TestMain(m *testing.M) {
 // TestConformance builds the world, runs every case under each proxy, family and phase, the
 // repair, dual-stack and load checks, and writes the side-by-side report.
 func TestConformance(t *testing.T) {
-	patchedBin, upstreamBin, logDir := os.Getenv(envPatched), os.Getenv(envUpstream), os.Getenv(envLogs)
-	if patchedBin == "" || upstreamBin == "" || logDir == "" {
-		t.Skipf("run through build/conformance.sh (%s, %s and %s unset)", envPatched, envUpstream, envLogs)
-	}
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root: it creates network namespaces")
-	}
+	env := harnessEnv(t, "build/conformance.sh", envPatched, envUpstream, envLogs)
+	patchedBin, upstreamBin, logDir := env[0], env[1], env[2]
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	work := t.TempDir()
@@ -125,6 +120,21 @@ func TestConformance(t *testing.T) {
 	if !rep.ok() {
 		t.Fail()
 	}
+}
+
+// harnessEnv returns the values of the environment variables names, and skips t when one is
+// unset (the test runs only through script, which sets them); it fails t unless it runs as root.
+func harnessEnv(t *testing.T, script string, names ...string) []string {
+	vals := make([]string, len(names))
+	for i, n := range names {
+		if vals[i] = os.Getenv(n); vals[i] == "" {
+			t.Skipf("run through %s (%s unset)", script, n)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root: it creates network namespaces")
+	}
+	return vals
 }
 
 // startWorld starts etcd (its data under work, its log in logDir), builds the topology, starts

@@ -33,13 +33,8 @@ const nodePortRange = "20000-62000"
 // upstream binaries one after the other on the same contents, each in a fresh node namespace,
 // then prints one table per size and the closing lines.
 func TestBenchE2E(t *testing.T) {
-	patchedBin, upstreamBin, out := os.Getenv(envE2EPatched), os.Getenv(envE2EUpstream), os.Getenv(envE2EOut)
-	if patchedBin == "" || upstreamBin == "" || out == "" {
-		t.Skipf("run through build/bench-e2e.sh (%s, %s and %s unset)", envE2EPatched, envE2EUpstream, envE2EOut)
-	}
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root: it creates network namespaces")
-	}
+	env := harnessEnv(t, "build/bench-e2e.sh", envE2EPatched, envE2EUpstream, envE2EOut)
+	patchedBin, upstreamBin, out := env[0], env[1], env[2]
 	params, err := kpe2e.ParseParams(os.Getenv)
 	if err != nil {
 		t.Fatal(err)
