@@ -197,3 +197,14 @@ func HistogramQuantile(q float64, buckets []Bucket) float64 {
 	}
 	return buckets[len(buckets)-1].LE
 }
+
+// BeyondLargestBound reports whether quantile q of cumulative buckets lies in the +Inf bucket:
+// HistogramQuantile then returns the largest finite bound, which is only a lower bound.
+func BeyondLargestBound(q float64, buckets []Bucket) bool {
+	n := len(buckets)
+	if n < 2 || !math.IsInf(buckets[n-1].LE, 1) {
+		return false
+	}
+	total := buckets[n-1].Count
+	return total > 0 && q*total > buckets[n-2].Count
+}

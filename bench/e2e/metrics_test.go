@@ -72,8 +72,11 @@ func TestBucketsAndQuantile(t *testing.T) {
 		t.Errorf("summed buckets %+v", all)
 	}
 	v4, _ := m.Buckets("kubeproxy_network_programming_duration_seconds", map[string]string{"ip_family": "IPv4"})
-	if q := HistogramQuantile(0.99, v4); q != 1 {
-		t.Errorf("p99 in +Inf = %v, want 1", q)
+	if q := HistogramQuantile(0.99, v4); q != 1 || !BeyondLargestBound(0.99, v4) {
+		t.Errorf("p99 in +Inf = %v (beyond: %v), want 1 and beyond", q, BeyondLargestBound(0.99, v4))
+	}
+	if BeyondLargestBound(0.5, v4) || BeyondLargestBound(0.99, v6) {
+		t.Error("a quantile inside the finite buckets reported as beyond them")
 	}
 	if q := HistogramQuantile(0.5, SubBuckets(v6, v6)); !math.IsNaN(q) {
 		t.Errorf("no observations: %v, want NaN", q)

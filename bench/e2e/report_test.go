@@ -85,10 +85,16 @@ func TestTable(t *testing.T) {
 	if lines[len(lines)-1] != "upstream: skipped: above UPSTREAM_MAX" {
 		t.Errorf("last line %q", lines[len(lines)-1])
 	}
-	runs[0].NftBound, runs[0].Note = true, "1 of 2 full syncs"
+	runs[0].NftBound, runs[0].Note, runs[0].HistBound = true, "1 of 2 full syncs", [2]bool{false, true}
 	lines = Table(36000, runs)
 	if f := strings.Fields(find("programming p99, nft (ms)")); f[len(f)-2] != ">=900" {
 		t.Errorf("bound: %v", f)
+	}
+	if f := strings.Fields(find("programming p99, histogram (ms)")); f[len(f)-2] != ">=950" {
+		t.Errorf("histogram bound: %v", f)
+	}
+	if f := strings.Fields(find("programming p50, histogram (ms)")); f[len(f)-2] != "310" {
+		t.Errorf("histogram p50: %v", f)
 	}
 	if lines[len(lines)-2] != "patched: note: 1 of 2 full syncs" {
 		t.Errorf("note line %q", lines[len(lines)-2:])

@@ -149,6 +149,7 @@ func (b *benchRun) churn(ctx context.Context, r *kpe2e.Run) error {
 	r.TextListings, r.TextListLong = int(n), time.Duration(sec*float64(time.Second))
 	h := kpe2e.SubBuckets(histAfter, histBefore)
 	r.HistP50, r.HistP99 = kpe2e.HistogramQuantile(0.5, h), kpe2e.HistogramQuantile(0.99, h)
+	r.HistBound = [2]bool{kpe2e.BeyondLargestBound(0.5, h), kpe2e.BeyondLargestBound(0.99, h)}
 	var lat []time.Duration
 	r.Changes = len(changes)
 	for _, c := range changes {
