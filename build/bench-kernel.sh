@@ -25,7 +25,8 @@ out=$root/_output/bench
 bin=$out/bin
 
 # bench_tree SRC DST ADAPTER: DST becomes a copy of SRC (hard links: nothing in it is ever
-# modified in place) plus test/benchkernel with the benchmark and ADAPTER.
+# modified in place) plus test/benchkernel with the benchmark and ADAPTER, and test/rtnlprobe
+# with the RTNL probe it shares with bench/e2e (bench/_rtnlprobe).
 bench_tree() {
 	local src=$1 dst=$2 adapter=$3 f
 	[ -f "$src/.upstream-tag" ] || die "$src is not an assembled tree (make tree)"
@@ -39,6 +40,7 @@ bench_tree() {
 		cp "$f" "$dst.tmp/test/benchkernel/"
 	done
 	cp "$root/bench/kernel/$adapter" "$dst.tmp/test/benchkernel/"
+	lay_rtnlprobe "$dst.tmp"
 	rm -rf "$dst"
 	mv "$dst.tmp" "$dst"
 }

@@ -9,13 +9,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
-[ $# -eq 3 ] || die "usage: $0 PRISTINE PATCHED_BIN UPSTREAM_BIN"
+harness_args conformance "$@"
 root=$(cd "$here/.." && pwd)
-pristine=$(cd "$1" && pwd)
-patched_bin=$(realpath "$2") upstream_bin=$(realpath "$3")
-[ -f "$pristine/.upstream-tag" ] || die "$pristine is not an assembled tree (make tree)"
-[ "$(id -u)" -eq 0 ] || die "make conformance needs root (it creates network namespaces)"
-"$here/deps.sh" test
 
 out=$root/_output/conformance
 src=$out/src

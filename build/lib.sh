@@ -73,3 +73,26 @@ upstream_soak_test() {
 	"$out" -test.list '^TestSoakUpstreamSync$' | grep -qx TestSoakUpstreamSync ||
 		die "$out lacks TestSoakUpstreamSync: the Go overlay of build/soak/upstream_sync_test.go did not apply"
 }
+
+# lay_rtnlprobe TREE lays the RTNL probe the benchmarks share (bench/_rtnlprobe) into
+# TREE/test/rtnlprobe, importable there as k8s.io/kubernetes/test/rtnlprobe. TREE is a bench
+# copy of an assembled tree; the directory is new in it, so nothing hard-linked is modified.
+lay_rtnlprobe() {
+	local root
+	root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	rm -rf "$1/test/rtnlprobe"
+	mkdir -p "$1/test/rtnlprobe"
+	cp "$root"/bench/_rtnlprobe/*.go "$1/test/rtnlprobe/"
+}
+
+# harness_args TARGET PRISTINE PATCHED_BIN UPSTREAM_BIN: the checks that the harness runners
+# (build/conformance.sh, build/bench-e2e.sh) share. It sets pristine (absolute), patched_bin and
+# upstream_bin (real paths), requires root, and installs what the tests need.
+harness_args() {
+	[ $# -eq 4 ] || die "usage: $0 PRISTINE PATCHED_BIN UPSTREAM_BIN"
+	pristine=$(cd "$2" && pwd)
+	patched_bin=$(realpath "$3") upstream_bin=$(realpath "$4")
+	[ -f "$pristine/.upstream-tag" ] || die "$pristine is not an assembled tree (make tree)"
+	[ "$(id -u)" -eq 0 ] || die "make $1 needs root (it creates network namespaces)"
+	"$(dirname "${BASH_SOURCE[0]}")/deps.sh" test
+}

@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	kastesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 )
 
@@ -70,26 +71,29 @@ func startEtcd(dir, logDir string) (string, func(), error) {
 // apiServer is the running kube-apiserver and what it takes to reach it.
 type apiServer struct {
 	client   *kubernetes.Clientset
-	url      string // as reached from the node namespace, through the forwarder
+	config   *rest.Config // the admin client's, on loopback
+	url      string       // as reached from the node namespace, through the forwarder
+	etcdURL  string       // the etcd it stores in (set by startWorld)
 	teardown func()
 }
 
 // startAPIServer starts kube-apiserver in-process on loopback against etcdURL, with IPv4 and
 // IPv6 service CIDRs and a static admin token, and a TCP forwarder on apiRootV4:apiPort so that
-// the node namespace can reach it. workDir holds the token file.
-func startAPIServer(t *testing.T, etcdURL, workDir string) (*apiServer, error) {
+// the node namespace can reach it. workDir holds the token file; extraFlags are added to the API
+// server's flags (a later flag wins).
+func startAPIServer(t *testing.T, etcdURL, workDir string, extraFlags ...string) (*apiServer, error) {
 	tokens := filepath.Join(workDir, "tokens.csv")
 	if err := os.WriteFile(tokens, []byte(adminToken+",kpconformance-admin,uid-admin,system:masters\n"), 0o600); err != nil {
 		return nil, err
 	}
 	sc := storagebackend.NewDefaultConfig("/kpconformance-registry", nil)
 	sc.Transport.ServerList = []string{etcdURL}
-	ts, err := kastesting.StartTestServer(t, kastesting.NewDefaultTestServerOptions(), []string{
+	ts, err := kastesting.StartTestServer(t, kastesting.NewDefaultTestServerOptions(), append([]string{
 		"--service-cluster-ip-range=" + v4.svcCIDR + "," + v6.svcCIDR,
 		"--token-auth-file=" + tokens,
 		"--authorization-mode=RBAC",
 		"--endpoint-reconciler-type=none",
-	}, sc)
+	}, extraFlags...), sc)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +115,7 @@ func startAPIServer(t *testing.T, etcdURL, workDir string) (*apiServer, error) {
 	}
 	return &apiServer{
 		client:   client,
+		config:   cfg,
 		url:      fmt.Sprintf("https://%s:%d", apiRootV4, apiPort),
 		teardown: func() { stopFwd(); ts.TearDownFn() },
 	}, nil

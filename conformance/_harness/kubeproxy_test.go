@@ -24,12 +24,13 @@ type proxyUnderTest struct {
 
 // kubeProxy is a running kube-proxy in the node namespace.
 type kubeProxy struct {
-	cmd  *exec.Cmd
-	done chan error
-	log  *os.File
+	cmd     *exec.Cmd
+	done    chan error
+	log     *os.File
+	started time.Time // just before the process was started
 }
 
-const (
+var (
 	healthzURL = "http://" + apiNodeV4 + ":10256/healthz"
 	metricsURL = "http://" + apiNodeV4 + ":10249/metrics"
 )
@@ -38,6 +39,20 @@ const (
 // them), with its output appended to logDir/kube-proxy-<name>.log, and waits until its healthz
 // answers 200 (its first sync is done).
 func startKubeProxy(ctx context.Context, p proxyUnderTest, fams []family, kubeconfig, logDir string, extra ...string) (*kubeProxy, error) {
+	kp, err := launchKubeProxy(p, fams, kubeconfig, logDir, extra...)
+	if err != nil {
+		return nil, err
+	}
+	if err := kp.waitHealthy(ctx, 60*time.Second); err != nil {
+		kp.stop()
+		return nil, fmt.Errorf("%s kube-proxy not healthy: %w (log: %s)", p.name, err, kp.log.Name())
+	}
+	return kp, nil
+}
+
+// launchKubeProxy starts p in the node namespace for families fams as startKubeProxy does, and
+// returns at once. `ip netns exec` execs the binary, so the process is kube-proxy itself.
+func launchKubeProxy(p proxyUnderTest, fams []family, kubeconfig, logDir string, extra ...string) (*kubeProxy, error) {
 	var cidrs []string
 	for _, f := range fams {
 		cidrs = append(cidrs, f.podCIDR)
@@ -62,18 +77,22 @@ func startKubeProxy(ctx context.Context, p proxyUnderTest, fams []family, kubeco
 	cmd := exec.Command("ip", args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		lf.Close()
 		return nil, err
 	}
-	kp := &kubeProxy{cmd: cmd, done: make(chan error, 1), log: lf}
+	kp := &kubeProxy{cmd: cmd, done: make(chan error, 1), log: lf, started: started}
 	go func() { kp.done <- cmd.Wait() }()
-	err = poll(ctx, 60*time.Second, func() error {
-		select {
-		case err := <-kp.done:
-			kp.done <- err
-			return fmt.Errorf("kube-proxy exited: %v", err)
-		default:
+	return kp, nil
+}
+
+// waitHealthy polls kube-proxy's healthz every 100ms until it answers 200 (nil), the process
+// exits, or timeout passes (an error).
+func (kp *kubeProxy) waitHealthy(ctx context.Context, timeout time.Duration) error {
+	return poll(ctx, timeout, func() error {
+		if err := kp.exited(); err != nil {
+			return err
 		}
 		resp, err := http.Get(healthzURL)
 		if err != nil {
@@ -85,11 +104,17 @@ func startKubeProxy(ctx context.Context, p proxyUnderTest, fams []family, kubeco
 		}
 		return nil
 	})
-	if err != nil {
-		kp.stop()
-		return nil, fmt.Errorf("%s kube-proxy not healthy: %w (log: %s)", p.name, err, lf.Name())
+}
+
+// exited returns an error when the process has exited, and nil while it runs.
+func (kp *kubeProxy) exited() error {
+	select {
+	case err := <-kp.done:
+		kp.done <- err
+		return fmt.Errorf("kube-proxy exited: %v", err)
+	default:
+		return nil
 	}
-	return kp, nil
 }
 
 // stop sends SIGTERM, waits up to 10s, then kills. It is idempotent.

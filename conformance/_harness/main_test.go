@@ -21,7 +21,19 @@ const (
 	// envOnly, set to "handover", runs only the handover between the two binaries (for
 	// developers; make test runs everything).
 	envOnly = "KPCONF_ONLY"
+	// envPrefix and envAPINet, for a second binary built from the harness: the prefix of every
+	// name it creates, and the root namespace's /30 towards the node (see topology_test.go).
+	envPrefix = "KPCONF_PREFIX"
+	envAPINet = "KPCONF_API_NET"
 )
+
+// envOr returns environment variable name, or def when it is unset or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
 
 var (
 	runningMu sync.Mutex
@@ -58,34 +70,14 @@ func TestMain(m *testing.M) {
 // TestConformance builds the world, runs every case under each proxy, family and phase, the
 // repair, dual-stack and load checks, and writes the side-by-side report.
 func TestConformance(t *testing.T) {
-	patchedBin, upstreamBin, logDir := os.Getenv(envPatched), os.Getenv(envUpstream), os.Getenv(envLogs)
-	if patchedBin == "" || upstreamBin == "" || logDir == "" {
-		t.Skipf("run through build/conformance.sh (%s, %s and %s unset)", envPatched, envUpstream, envLogs)
-	}
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root: it creates network namespaces")
-	}
+	env := harnessEnv(t, "build/conformance.sh", envPatched, envUpstream, envLogs)
+	patchedBin, upstreamBin, logDir := env[0], env[1], env[2]
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	work := t.TempDir()
 
-	etcdURL, stopEtcd, err := startEtcd(filepath.Join(work, "etcd"), logDir)
-	if err != nil {
-		t.Fatalf("etcd: %v", err)
-	}
-	defer stopEtcd()
-	if err := buildTopology(); err != nil {
-		t.Fatalf("topology: %v", err)
-	}
-	api, err := startAPIServer(t, etcdURL, work)
-	if err != nil {
-		t.Fatalf("kube-apiserver: %v", err)
-	}
-	defer api.teardown()
-	kubeconfig := filepath.Join(work, "kube-proxy.kubeconfig")
-	if err := writeKubeconfig(kubeconfig, api.url); err != nil {
-		t.Fatal(err)
-	}
+	api, kubeconfig, stopWorld := startWorld(t, work, logDir)
+	defer stopWorld()
 	for _, p := range pods {
 		stop, err := startEchoServers(p)
 		if err != nil {
@@ -93,7 +85,7 @@ func TestConformance(t *testing.T) {
 		}
 		defer stop()
 	}
-	progress("world ready: etcd %s, kube-apiserver (forwarded) %s", etcdURL, api.url)
+	progress("world ready: etcd %s, kube-apiserver (forwarded) %s", api.etcdURL, api.url)
 
 	rep := newReport()
 	w := &world{c: api.client}
@@ -128,6 +120,48 @@ func TestConformance(t *testing.T) {
 	if !rep.ok() {
 		t.Fail()
 	}
+}
+
+// harnessEnv returns the values of the environment variables names, and skips t when one is
+// unset (the test runs only through script, which sets them); it fails t unless it runs as root.
+func harnessEnv(t *testing.T, script string, names ...string) []string {
+	vals := make([]string, len(names))
+	for i, n := range names {
+		if vals[i] = os.Getenv(n); vals[i] == "" {
+			t.Skipf("run through %s (%s unset)", script, n)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root: it creates network namespaces")
+	}
+	return vals
+}
+
+// startWorld starts etcd (its data under work, its log in logDir), builds the topology, starts
+// kube-apiserver (with apiFlags added) and writes kube-proxy's kubeconfig under work. It fails
+// t on any error; stop tears down the API server and etcd.
+func startWorld(t *testing.T, work, logDir string, apiFlags ...string) (api *apiServer, kubeconfig string, stop func()) {
+	etcdURL, stopEtcd, err := startEtcd(filepath.Join(work, "etcd"), logDir)
+	if err != nil {
+		t.Fatalf("etcd: %v", err)
+	}
+	if err := buildTopology(); err != nil {
+		stopEtcd()
+		t.Fatalf("topology: %v", err)
+	}
+	api, err = startAPIServer(t, etcdURL, work, apiFlags...)
+	if err != nil {
+		stopEtcd()
+		t.Fatalf("kube-apiserver: %v", err)
+	}
+	api.etcdURL = etcdURL
+	stop = func() { api.teardown(); stopEtcd() }
+	kubeconfig = filepath.Join(work, "kube-proxy.kubeconfig")
+	if err := writeKubeconfig(kubeconfig, api.url); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	return api, kubeconfig, stop
 }
 
 // progress prints one line of progress, with the time, to stdout.

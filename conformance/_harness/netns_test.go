@@ -11,8 +11,9 @@ import (
 )
 
 // prefix starts the name of every network namespace, link and table the harness creates, so that
-// leftovers of an interrupted run can be found and removed.
-const prefix = "kpc-"
+// leftovers of an interrupted run can be found and removed. KPCONF_PREFIX replaces it, so that
+// another binary built from the harness (make bench-e2e) neither meets nor removes this one's.
+var prefix = envOr(envPrefix, "kpc-")
 
 // run runs a command and returns its combined output; the error names the command and holds the
 // output.

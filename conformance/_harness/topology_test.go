@@ -1,19 +1,26 @@
 package kpconformance
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
-// The world's namespaces and addresses. Every namespace name starts with prefix.
-const (
+// The world's namespaces and addresses. Every namespace name starts with prefix. The link to the
+// API server is the only one in the root namespace: its /30 is KPCONF_API_NET (default
+// 192.168.251.0), so that two harness binaries can run side by side.
+var (
 	nodeNS   = prefix + "node"
 	clientNS = prefix + "client"
 	uplinkNS = prefix + "uplink" // the node's default route ends here, unanswered
 	nodeName = prefix + "node"   // the Node object kube-proxy runs as
 	farNode  = prefix + "other"  // a Node that exists only as endpoints' nodeName
 
-	apiRootV4 = "192.168.251.1" // root side of the node's link to the API server
-	apiNodeV4 = "192.168.251.2" // node side: kube-proxy's healthz and metrics
-	apiPort   = 6443            // the forwarder's port on apiRootV4
+	apiNet    = strings.TrimSuffix(envOr(envAPINet, "192.168.251.0"), ".0")
+	apiRootV4 = apiNet + ".1" // root side of the node's link to the API server
+	apiNodeV4 = apiNet + ".2" // node side: kube-proxy's healthz and metrics
 )
+
+const apiPort = 6443 // the forwarder's port on apiRootV4
 
 // family holds one IP family's addresses.
 type family struct {
