@@ -64,7 +64,7 @@ func TestBenchE2E(t *testing.T) {
 		params.ChurnRate, params.ChurnSeconds, params.FullSyncPeriod, params.UpstreamMax)
 	proxies := []proxyUnderTest{
 		{name: kpe2e.Patched, bin: patchedBin, patched: true, extra: []string{
-			"--full-sync-period=" + params.FullSyncPeriod.String(), "--full-sync-jitter=0", "--profiling=true"}},
+			"--full-sync-period=" + params.FullSyncPeriod.String(), "--full-sync-jitter-percent=0", "--profiling=true"}},
 		{name: kpe2e.Upstream, bin: upstreamBin, extra: []string{"--profiling=true"}},
 	}
 	var runs []kpe2e.Run

@@ -207,10 +207,12 @@ func (st *servicePortStage) ensureClientAffinity(tx *knftables.Transaction, rec 
 // resizeClientAffinity adds the shared affinity set to tx again, with this sync's size, when no
 // rule of this sync added it and service ports still use it with a size that this sync's
 // affinity endpoints change (they came or went with Services that kept their rules, or that
-// were removed). The table then holds the size that a fresh kube-proxy would write.
+// were removed), or with a size this proxier has not written (0: it started on a table whose
+// affinity rules were intact, and the set may have another kube-proxy's size). The table then
+// holds the size that a fresh kube-proxy would write; adding a set as it is changes nothing.
 func (st *servicePortStage) resizeClientAffinity(tx *knftables.Transaction) {
 	known := st.state.affinitySize
-	if st.clientAffinityAdded || known == 0 || known == st.affinitySize || !st.state.keepsSharedAffinity() {
+	if st.clientAffinityAdded || known == st.affinitySize || !st.state.keepsSharedAffinity() {
 		return
 	}
 	tx.Add(st.proxier.clientAffinitySetObject(st.affinitySize))

@@ -480,12 +480,52 @@ func TestAffinitySetGrowsWithEndpoints(t *testing.T) {
 // TestAffinitySetShrinksWithRemovedService: when a Service with ClientIP affinity goes, the
 // partial sync that removes it writes no rule that uses the shared set, yet re-adds the set
 // with the smaller size that the remaining endpoints need, as a fresh kube-proxy would write.
-func TestAffinitySetShrinksWithRemovedService(t *testing.T) {
+// TestAffinitySetResizedAfterRestart: a kube-proxy that starts on a table whose affinity rules
+// are intact (a restart, or a take-over) writes no affinity rule in its first sync, and must
+// still give the shared set the size that its own affinity endpoints call for, not the size the
+// previous kube-proxy left (found by make soak STEPS=5000 SEED=51).
+func TestAffinitySetResizedAfterRestart(t *testing.T) {
+	nft, _, svcs, epSlices := syncedAffinityProxier(t)
+	size := func() uint64 { return *nft.Table.Sets[clientAffinitySet].Size }
+	// The second Service goes while kube-proxy is down; the new one finds the first Service's
+	// chains intact.
+	_, restarted := NewFakeProxier(v1.IPv4Protocol)
+	restarted.nftables = resizingFake{nft}
+	makeServiceMap(restarted, svcs[0])
+	populateEndpointSlices(restarted, epSlices[0])
+	if err := restarted.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	if got := size(); got != 1<<20 {
+		t.Errorf("after the restart, 10 affinity endpoints: size %d, want %d", got, 1<<20)
+	}
+}
+
+// syncedAffinityProxier returns a proxier that has synced two ClientIP-affinity Services of 10
+// endpoints each (affinityServices) on a resizingFake, and checks that the shared set got the
+// size of 20 affinity endpoints.
+func syncedAffinityProxier(t *testing.T) (*knftables.Fake, *Proxier, []*v1.Service, []*discovery.EndpointSlice) {
+	t.Helper()
 	nft, fp := NewFakeProxier(v1.IPv4Protocol)
 	fp.nftables = resizingFake{nft}
+	svcs, epSlices := affinityServices(2, 10)
+	makeServiceMap(fp, svcs...)
+	populateEndpointSlices(fp, epSlices...)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	if got := *nft.Table.Sets[clientAffinitySet].Size; got != 1<<21 {
+		t.Fatalf("20 affinity endpoints: size %d, want %d", got, 1<<21)
+	}
+	return nft, fp, svcs, epSlices
+}
+
+// affinityServices returns n ClusterIP Services with ClientIP affinity, each with one port and
+// an EndpointSlice of endpoints ready endpoints.
+func affinityServices(n, endpoints int) ([]*v1.Service, []*discovery.EndpointSlice) {
 	var svcs []*v1.Service
 	var epSlices []*discovery.EndpointSlice
-	for s := 1; s <= 2; s++ {
+	for s := 1; s <= n; s++ {
 		name := fmt.Sprintf("svc%d", s)
 		svcs = append(svcs, makeTestService("ns1", name, func(svc *v1.Service) {
 			svc.Spec.ClusterIP = fmt.Sprintf("172.30.0.%d", 40+s)
@@ -495,21 +535,18 @@ func TestAffinitySetShrinksWithRemovedService(t *testing.T) {
 		}))
 		epSlices = append(epSlices, makeTestEndpointSlice("ns1", name, 1, func(eps *discovery.EndpointSlice) {
 			eps.AddressType = discovery.AddressTypeIPv4
-			for i := 0; i < 10; i++ {
+			for i := 0; i < endpoints; i++ {
 				eps.Endpoints = append(eps.Endpoints, discovery.Endpoint{Addresses: []string{fmt.Sprintf("10.180.%d.%d", s, i+1)}})
 			}
 			eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p80"), Port: ptr.To[int32](80), Protocol: ptr.To(v1.ProtocolTCP)}}
 		}))
 	}
-	makeServiceMap(fp, svcs...)
-	populateEndpointSlices(fp, epSlices...)
-	if err := fp.syncProxyRules(); err != nil {
-		t.Fatal(err)
-	}
+	return svcs, epSlices
+}
+
+func TestAffinitySetShrinksWithRemovedService(t *testing.T) {
+	nft, fp, svcs, epSlices := syncedAffinityProxier(t)
 	size := func() uint64 { return *nft.Table.Sets[clientAffinitySet].Size }
-	if got := size(); got != 1<<21 {
-		t.Fatalf("20 affinity endpoints: size %d, want %d", got, 1<<21)
-	}
 	fp.OnEndpointSliceDelete(epSlices[1])
 	fp.OnServiceDelete(svcs[1])
 	if err := fp.syncProxyRules(); err != nil {

@@ -422,10 +422,11 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	if len(st.ports) > 0 {
 		st.closeService(tx, first, len(st.ports))
 	}
-	st.resizeClientAffinity(tx)
 	if st.walkAll {
 		st.updateAll()
 	}
+	// After updateAll: on a sync that walks every port, the known affinity sets are this sync's.
+	st.resizeClientAffinity(tx)
 	if checked > 0 {
 		metrics.SyncFullProxyRulesChainsCheckedTotal.WithLabelValues(family).Add(float64(checked))
 		metrics.SyncFullProxyRulesChainsRewrittenTotal.WithLabelValues(family).Add(float64(rewritten))
