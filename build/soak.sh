@@ -21,7 +21,7 @@ trap 'rm -f "$out"' EXIT
 rc=0
 (cd "$tree" && KUBE_PROXY_OVERLAY_REAL_KERNEL=required KUBE_PROXY_OVERLAY_SOAK_STEPS=$steps \
 	KUBE_PROXY_OVERLAY_SOAK_UPSTREAM=$upstream \
-	KUBE_PROXY_OVERLAY_SOAK_SEED=$seed go test -count=1 -timeout 0 -v -run '^TestRealKernelSoak$' \
+	KUBE_PROXY_OVERLAY_SOAK_SEED=$seed KUBE_PROXY_OVERLAY_SOAK_TRACE=${KUBE_PROXY_OVERLAY_SOAK_TRACE:-} go test -count=1 -timeout 0 -v -run '^TestRealKernelSoak$' \
 	./pkg/proxy/nftables/) >"$out" 2>&1 || rc=$?
 grep -v '^soak: ' "$out" | grep -v '^=== RUN' || true
 line=$(grep '^soak: ' "$out" | tail -1)

@@ -4,12 +4,13 @@
 # (overlay/pkg/proxy/nftables/realkernel_soak_test.go). make test runs two short walks (50 steps
 # each, seeds 1 and 2); this target runs a long one. See build/soak.sh.
 #
-#   make soak STEPS=5000 [SEED=N]
+#   make soak STEPS=5000 [SEED=N] [TRACE=STEP]   (TRACE: print that step's transactions)
 
 .PHONY: soak
 
 STEPS ?= 1000
 SEED ?=
+TRACE ?=
 
 soak: deps-test $(PATCHED)/.upstream-tag $(PRISTINE)/.upstream-tag
-	build/soak.sh $(PATCHED) $(STEPS) $(SEED)
+	KUBE_PROXY_OVERLAY_SOAK_TRACE=$(TRACE) build/soak.sh $(PATCHED) $(STEPS) $(SEED)

@@ -287,6 +287,7 @@ func deleteElement(tx txWriter, key elementKey) {
 	tx.Delete(e)
 	delete(s.elements, key.key)
 	delete(s.leftoverKeys, key.key)
+	delete(s.comments, key.key)
 }
 
 // updatePorts replaces the objects of the service ports names with news (nil: the port is

@@ -109,10 +109,15 @@ type checkedNFT struct {
 	refuse      func(n int, tx *knftables.Transaction) error
 	after       func()
 	failListing string
+	// trace, when set, is shown each transaction before it runs, with its number.
+	trace func(n int, tx *knftables.Transaction)
 }
 
 func (c *checkedNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
 	c.runs++
+	if c.trace != nil {
+		c.trace(c.runs, tx)
+	}
 	if c.refuse != nil {
 		if err := c.refuse(c.runs, tx); err != nil {
 			return err

@@ -65,7 +65,8 @@ import (
 // "soak: N steps, N commits checked, N violations".
 //
 // make test runs a short walk; make soak runs a long one (KUBE_PROXY_OVERLAY_SOAK_STEPS,
-// KUBE_PROXY_OVERLAY_SOAK_SEED).
+// KUBE_PROXY_OVERLAY_SOAK_SEED). To replay a violation, KUBE_PROXY_OVERLAY_SOAK_TRACE=STEP
+// (make soak TRACE=STEP) also prints that step's action and each transaction it commits.
 
 // soakCluster is the soak's model: the Services and their endpoint slices, by name.
 type soakCluster struct {
@@ -422,6 +423,7 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 	s := &soak{t: t, seed: seed, cluster: cluster, run: run, family: listFamily,
 		allowed: map[string]map[string]bool{}, rejectable: map[string]bool{}, states: map[string]map[string]bool{}}
 	checked := &checkedNFT{Interface: real, after: s.check}
+	traceStep, _ := strconv.Atoi(os.Getenv("KUBE_PROXY_OVERLAY_SOAK_TRACE"))
 	upstreamShapes := false
 	newProxier := func() *Proxier {
 		_, fp := NewFakeProxier(family)
@@ -435,8 +437,14 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 	}
 	fp := newProxier()
 	for s.step = 1; s.step <= steps; s.step++ {
-		checked.refuse, checked.failListing = nil, ""
+		checked.refuse, checked.failListing, checked.trace = nil, "", nil
 		action := r.IntN(21)
+		if s.step == traceStep {
+			fmt.Printf("soak trace: step %d: action %d, failed syncs in a row %d\n", s.step, action, fp.recovery.failures)
+			checked.trace = func(n int, tx *knftables.Transaction) {
+				fmt.Printf("soak trace: commit %d (%d operations):\n%s", n, tx.NumOperations(), tx)
+			}
+		}
 		switch {
 		case action < 5 || len(cluster.services) < 3: // add a Service
 			if len(cluster.services) >= 14 {

@@ -178,6 +178,111 @@ func TestRealKernelCutsFallBetweenServices(t *testing.T) {
 	}
 }
 
+// TestRealKernelRemovedServicesLeaveWhole removes, in a sync that walks the whole table (the
+// first after a restart or a failed sync, which knows nothing of the last one), a LoadBalancer
+// Service with endpoints and one without, among Services that the sync re-writes in
+// transactions of a few operations. After every commit, each removed Service must be as it was
+// or gone, whatever maps its elements are in: never its ClusterIP left in cluster-ips (which
+// rejects its ports) without its service-ips elements, nor part of its no-endpoint elements.
+func TestRealKernelRemovedServicesLeaveWhole(t *testing.T) {
+	for _, maxOps := range []int{4, 8, 12} {
+		t.Run(fmt.Sprintf("maxOps %d", maxOps), func(t *testing.T) { removeServicesInCuts(t, maxOps) })
+	}
+}
+
+// removeServicesInCuts is TestRealKernelRemovedServicesLeaveWhole with transactions of at most
+// maxOps operations.
+func removeServicesInCuts(t *testing.T, maxOps int) {
+	checked, run, fp := checkedProxier(t, maxOps)
+	owners := map[string]string{}
+	lb := func(i int, endpoints bool) (*v1.Service, *discovery.EndpointSlice) {
+		name := fmt.Sprintf("svc%d", i)
+		ip, lbIP, nodePort := fmt.Sprintf("172.30.6.%d", i), fmt.Sprintf("198.18.6.%d", i), int32(30100+i)
+		owners[ip], owners[lbIP], owners[fmt.Sprintf("tcp . %d", nodePort)] = name, name, name
+		svc := makeTestService("soak", name, func(svc *v1.Service) {
+			svc.Spec.Type = v1.ServiceTypeLoadBalancer
+			svc.Spec.ClusterIP = ip
+			svc.Spec.Ports = []v1.ServicePort{{Name: "a", Port: 80, Protocol: v1.ProtocolTCP, NodePort: nodePort, TargetPort: intstr.FromInt32(8080)}}
+			svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: lbIP}}
+		})
+		slice := makeTestEndpointSlice("soak", name, 1, func(eps *discovery.EndpointSlice) {
+			eps.AddressType = discovery.AddressTypeIPv4
+			if endpoints {
+				eps.Endpoints = remoteEndpoints(fmt.Sprintf("10.183.%d.1", i), fmt.Sprintf("10.183.%d.2", i))
+			}
+			eps.Ports = []discovery.EndpointPort{{Name: ptr.To("a"), Port: ptr.To[int32](8080), Protocol: ptr.To(v1.ProtocolTCP)}}
+		})
+		return svc, slice
+	}
+	var svcs []*v1.Service
+	var slices []*discovery.EndpointSlice
+	for i := 1; i <= 8; i++ {
+		svc, slice := lb(i, i != 2)
+		svcs, slices = append(svcs, svc), append(slices, slice)
+	}
+	makeServiceMap(fp, svcs...)
+	populateEndpointSlices(fp, slices...)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	owner := func(set, plain, text string) string {
+		if m := soakOwnerPattern.FindStringSubmatch(text); m != nil {
+			return m[1]
+		}
+		if name := owners[plain]; name != "" {
+			return name
+		}
+		addr, _, _ := strings.Cut(plain, " . ")
+		return owners[addr]
+	}
+	states := func() map[string]string {
+		return parseTableGraph(t, run("-j", "list", "table", "ip", kubeProxyTable)).serviceStates(owner)
+	}
+	before := states()
+	for _, removed := range []string{"svc1", "svc2"} {
+		if before[removed] == "" {
+			t.Fatalf("%s is not in the table before its removal", removed)
+		}
+	}
+	// A restarted kube-proxy, without svc1 (endpoints) and svc2 (none), and with new
+	// endpoints for the others, so that the sync is cut into several transactions.
+	_, restarted := NewFakeProxier(v1.IPv4Protocol)
+	useKernel(restarted, checked)
+	frozenClock(restarted)
+	linkKernel(t, restarted, checked.Interface)
+	restarted.maxTransactionOps = maxOps
+	svcs, slices = nil, nil
+	for i := 3; i <= 8; i++ {
+		svc, slice := lb(i, true)
+		slice.Endpoints = remoteEndpoints(fmt.Sprintf("10.184.%d.1", i))
+		svcs, slices = append(svcs, svc), append(slices, slice)
+	}
+	makeServiceMap(restarted, svcs...)
+	populateEndpointSlices(restarted, slices...)
+	commits := 0
+	checked.after = func() {
+		commits++
+		now := states()
+		for _, removed := range []string{"svc1", "svc2"} {
+			if got := now[removed]; got != "" && got != before[removed] {
+				t.Errorf("after commit %d, removed %s is neither as it was nor gone:\n%s", commits, removed, stateDiff(before[removed], got, 12))
+			}
+		}
+	}
+	if err := restarted.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	if commits < 3 {
+		t.Fatalf("the sync made %d commits; the test needs it cut into several", commits)
+	}
+	after := states()
+	for _, removed := range []string{"svc1", "svc2"} {
+		if after[removed] != "" {
+			t.Errorf("removed %s is still in the table:\n%s", removed, after[removed])
+		}
+	}
+}
+
 // TestRealKernelFailedListingAndCommit fails the read of service-ips in a full sync (which then
 // flushes the map and refills it) and the second commit of that sync: no Service may be left
 // out of service-ips, as none could be with upstream's one transaction.

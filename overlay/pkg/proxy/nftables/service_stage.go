@@ -205,8 +205,8 @@ type servicePortStage struct {
 	closed       sets.Set[types.NamespacedName]
 	flushedEarly sets.Set[string]
 	droppedSets  []string
-	// staleElements (walkAll) indexes the listed elements by the Service whose chain their
-	// value names, once needed.
+	// staleElements (walkAll) indexes the listed elements that no port had ensured by the
+	// Service they belong to (indexStaleElements), once needed.
 	staleElements map[string][]elementKey
 
 	// endpoints, noLocalInternal and noLocalExternal are the whole table's totals after

@@ -17,6 +17,7 @@ limitations under the License.
 package nftables
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -37,8 +38,8 @@ import (
 //  1. per Service, the deletion of its stale elements with the flush of its stale chains, in
 //     one transaction: a removed Service is either routed as before or gone, and no element
 //     ever points to a chain flushed in an earlier commit;
-//  2. stale elements of no known Service (found by a full sync's read of the maps, such as a
-//     ClusterIP that no Service has any more), and stale chains of no Service;
+//  2. stale elements of no Service that can be told (found by a full sync's read of the maps,
+//     such as a hairpin pair), and stale chains of no Service;
 //  3. set deletions and the prune of the shared affinity set, which come after every flush, so
 //     a set is deleted only when no chain can still name it.
 //
@@ -48,8 +49,9 @@ import (
 // then never routed on a mix of its old and new ports.
 //
 // A Service's stale objects are found by name: a chain's owner is in its name (chainOwner), an
-// element belongs to the Service whose chain its value names ("goto service-..."), or to the
-// service port whose claim the sync released.
+// element belongs to the Service whose chain its value names ("goto service-..."), whose service
+// port its comment names (no-endpoint elements), or whose other stale elements have its address
+// (a ClusterIP in cluster-ips), or to the service port whose claim the sync released.
 
 // cleanupOp is one operation of the clean-up.
 type cleanupOp struct {
@@ -229,10 +231,10 @@ func (st *servicePortStage) cleanupAll(c *staleCleanup) {
 		proxier.staleChains[chain] = st.start
 	}
 	st.cleanupAllAffinity(c)
-	for _, storage := range proxier.elementStorages() {
-		for _, key := range sets.List(storage.leftoverKeys) {
-			svc := serviceOfValue(storage.elements[key])
-			deleteElement(c.service(svc), elementKey{storage, key})
+	st.indexStaleElements()
+	for _, svc := range sets.List(sets.KeySet(st.staleElements)) {
+		for _, key := range st.elementsOfService(svc) {
+			deleteElement(c.service(svc), key)
 		}
 	}
 }
@@ -342,20 +344,70 @@ func (st *servicePortStage) indexChains() {
 	}
 }
 
-// elementsOfService returns the listed elements whose value names a chain of Service svc
-// ("namespace/name"), from an index built on first use.
+// elementsOfService returns, sorted, the listed elements of Service svc ("namespace/name";
+// "": of no Service that can be told) that no service port has ensured so far in this sync.
 func (st *servicePortStage) elementsOfService(svc string) []elementKey {
-	if st.staleElements == nil {
-		st.staleElements = map[string][]elementKey{}
-		for _, storage := range st.proxier.elementStorages() {
-			for key, value := range storage.elements {
-				if owner := serviceOfValue(value); owner != "" && storage.leftoverKeys.Has(key) {
-					st.staleElements[owner] = append(st.staleElements[owner], elementKey{storage, key})
-				}
-			}
+	st.indexStaleElements()
+	var keys []elementKey
+	for _, key := range st.staleElements[svc] {
+		if key.storage.leftoverKeys.Has(key.key) {
+			keys = append(keys, key)
 		}
 	}
-	return st.staleElements[svc]
+	order := map[*nftElementStorage]int{}
+	for i, storage := range st.proxier.elementStorages() {
+		order[storage] = i
+	}
+	slices.SortFunc(keys, func(a, b elementKey) int {
+		return cmp.Or(cmp.Compare(order[a.storage], order[b.storage]), strings.Compare(a.key, b.key))
+	})
+	return keys
+}
+
+// indexStaleElements indexes, once per sync, the elements that the sync's read of the maps
+// found and that no service port had ensured by then, by the Service they belong to: the one
+// whose chain the element's value names ("goto <chain>"), or whose service port its comment
+// names (upstream comments the elements of no-endpoint-services and no-endpoint-nodeports); a
+// ClusterIP of cluster-ips, which has neither, belongs to the Service of the other stale
+// elements for that address. A removed Service's elements are then all deleted in one
+// transaction, whatever maps they are in; the rest are indexed under "".
+func (st *servicePortStage) indexStaleElements() {
+	if st.staleElements != nil {
+		return
+	}
+	proxier := st.proxier
+	st.staleElements = map[string][]elementKey{}
+	byAddress := map[string]string{}
+	for _, storage := range proxier.elementStorages() {
+		if storage == proxier.clusterIPs {
+			continue
+		}
+		addressKeyed := storage == proxier.serviceIPs || storage == proxier.firewallIPs || storage == proxier.noEndpointServices
+		for key := range storage.leftoverKeys {
+			owner := serviceOfValue(storage.elements[key])
+			if owner == "" {
+				owner = serviceOfComment(storage.comments[key])
+			}
+			if address, _, _ := strings.Cut(key, " . "); addressKeyed && owner != "" {
+				byAddress[address] = owner
+			}
+			st.staleElements[owner] = append(st.staleElements[owner], elementKey{storage, key})
+		}
+	}
+	for key := range proxier.clusterIPs.leftoverKeys {
+		owner := byAddress[key]
+		st.staleElements[owner] = append(st.staleElements[owner], elementKey{proxier.clusterIPs, key})
+	}
+}
+
+// serviceOfComment returns the Service of the service port that an element's comment names
+// ("namespace/name:port", or "namespace/name" for an unnamed port), or "" for any other comment.
+func serviceOfComment(comment string) string {
+	svc, _, _ := strings.Cut(comment, ":")
+	if ns, name, ok := strings.Cut(svc, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return ""
+	}
+	return svc
 }
 
 // pruneAfterCommit returns the prune of the shared affinity set (of size capacity) of the IDs
@@ -387,4 +439,15 @@ func (proxier *Proxier) pruneAfterCommit(stale func(affinityID) bool, capacity u
 			proxier.logger.Error(err, "Cannot prune the session-affinity set; the elements time out, and the next full sync prunes again")
 		}
 	}
+}
+
+// noteComment keeps the comment, if any, of the element of key that a read of the storage found.
+func (s *nftElementStorage) noteComment(key string, comment *string) {
+	if comment == nil {
+		return
+	}
+	if s.comments == nil {
+		s.comments = map[string]string{}
+	}
+	s.comments[key] = *comment
 }
