@@ -18,6 +18,7 @@ package nftables
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -40,8 +41,10 @@ import (
 //
 // A seeded random walk changes a small cluster (Services of every kind, policy and protocol,
 // with and without affinity, with endpoints on this node and others, ready, terminating and
-// not, across the set-free limit), and between its changes restarts kube-proxy, switches its
-// rule shapes, refuses commits, fails map reads, damages the table behind its back, steps its
+// not, across the set-free limit), deletes many Services at once (a namespace), and between its
+// changes restarts kube-proxy, switches its rule shapes, refuses commits, fails map reads, the
+// drift check's listing and the affinity prune's, damages the table behind its back (flushed
+// chains, added rules, deleted, foreign or re-pointed elements, the table deleted), steps its
 // clock, and rolls the node back to upstream's own proxier (an unpatched build of this package,
 // realkernel_soak_upstream_test.go) and upgrades it again. After every commit, an invariant
 // checker reads the kernel's table:
@@ -438,7 +441,7 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 	fp := newProxier()
 	for s.step = 1; s.step <= steps; s.step++ {
 		checked.refuse, checked.failListing, checked.trace = nil, "", nil
-		action := r.IntN(21)
+		action := r.IntN(24)
 		if s.step == traceStep {
 			fmt.Printf("soak trace: step %d: action %d, failed syncs in a row %d\n", s.step, action, fp.recovery.failures)
 			checked.trace = func(n int, tx *knftables.Transaction) {
@@ -498,6 +501,34 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 		case action == 17: // damage behind kube-proxy's back; the next full sync repairs it
 			soakDamage(t, r, run, listFamily)
 			s.damaged = true
+		case action == 21 && len(cluster.services) > 3: // delete a namespace's worth of Services
+			for n := 2 + r.IntN(len(cluster.services)-2); n > 0; n-- {
+				name := soakPick(r, cluster.services)
+				fp.OnEndpointSliceDelete(cluster.slices[name])
+				fp.OnServiceDelete(cluster.services[name])
+				delete(cluster.services, name)
+				delete(cluster.slices, name)
+			}
+		case action == 22: // fail another read of a full sync
+			switch r.IntN(3) {
+			case 0: // the drift check's listing: the sync re-writes every chain
+				fp.driftReader = failingReader{fp.driftReader}
+			case 1: // the affinity prune's listing: the elements time out instead
+				checked.failListing = clientAffinitySet
+			default: // the drift check's listing and a commit
+				fp.driftReader = failingReader{fp.driftReader}
+				first := checked.runs
+				checked.refuse = func(n int, _ *knftables.Transaction) error {
+					if n == first+2 {
+						return errors.New("soak: refused commit 2")
+					}
+					return nil
+				}
+			}
+			fp.needFullSync = true
+		case action == 23: // damage of another kind
+			soakDamageMore(t, r, run, listFamily)
+			s.damaged = true
 		case action == 18 && upstream != nil: // roll back to upstream's kube-proxy, and upgrade again
 			s.handover(upstream, netns, refReal, refNetns, refRun)
 			fp = newProxier()
@@ -515,8 +546,12 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 		s.expect(refReal, refRun, upstreamShapes)
 		soaked()
 		wasFull := fp.needFullSync || fp.now().Sub(fp.lastFullSync) > time.Hour
-		if err := fp.syncProxyRules(); err != nil {
-			if checked.refuse == nil && checked.failListing == "" {
+		err := fp.syncProxyRules()
+		if f, ok := fp.driftReader.(failingReader); ok {
+			fp.driftReader = f.tableReader
+		}
+		if err != nil {
+			if checked.refuse == nil && (checked.failListing == "" || checked.failListing == clientAffinitySet) {
 				s.violation("the sync failed with no failure injected: %v", err)
 			}
 			continue
@@ -606,6 +641,55 @@ func soakDamage(t *testing.T, r *rand.Rand, run func(args ...string) string, fam
 		run("flush", "chain", family, kubeProxyTable, chains[r.IntN(len(chains))])
 	} else if len(elems) > 0 {
 		run("delete", "element", family, kubeProxyTable, serviceIPsMap, "{ "+elems[r.IntN(len(elems))]+" }")
+	}
+}
+
+// failingReader is a drift check's reader whose listing fails; it wraps the one to restore.
+type failingReader struct{ tableReader }
+
+func (failingReader) readTable(context.Context) (*kernelListing, error) {
+	return nil, errors.New("soak: injected failure of the drift check's listing")
+}
+
+// soakDamageMore damages the table in one of the ways soakDamage does not: a rule added to a
+// service-port chain, an element sent to another Service's chain, a ClusterIP or node port
+// element deleted, an element for a destination no Service has, or the whole table deleted.
+func soakDamageMore(t *testing.T, r *rand.Rand, run func(args ...string) string, family string) {
+	tab := readKernelTable(t, run, family)
+	var chains, elems []string
+	for chain, n := range tab.rules {
+		if strings.HasPrefix(chain, "service-") && n > 0 {
+			chains = append(chains, chain)
+		}
+	}
+	for key := range tab.elements[serviceIPsMap] {
+		elems = append(elems, key)
+	}
+	slices.Sort(chains)
+	slices.Sort(elems)
+	bogus := "203.0.113.200 . tcp . 9"
+	if family == "ip6" {
+		bogus = "fd00:203::c8 . tcp . 9"
+	}
+	switch kind := r.IntN(6); {
+	case kind == 0 && len(chains) > 0:
+		run("add", "rule", family, kubeProxyTable, chains[r.IntN(len(chains))], "counter")
+	case kind == 1 && len(chains) > 1 && len(elems) > 0:
+		key := elems[r.IntN(len(elems))]
+		run("delete", "element", family, kubeProxyTable, serviceIPsMap, "{ "+key+" }")
+		run("add", "element", family, kubeProxyTable, serviceIPsMap, "{ "+key+" : goto "+chains[r.IntN(len(chains))]+" }")
+	case kind == 2 && len(tab.elements[clusterIPsSet]) > 0:
+		ips := slices.Sorted(maps.Keys(tab.elements[clusterIPsSet]))
+		run("delete", "element", family, kubeProxyTable, clusterIPsSet, "{ "+ips[r.IntN(len(ips))]+" }")
+	case kind == 3 && len(tab.elements[serviceNodePortsMap]) > 0:
+		ports := slices.Sorted(maps.Keys(tab.elements[serviceNodePortsMap]))
+		run("delete", "element", family, kubeProxyTable, serviceNodePortsMap, "{ "+ports[r.IntN(len(ports))]+" }")
+	case kind == 4 && len(chains) > 0:
+		run("add", "element", family, kubeProxyTable, serviceIPsMap, "{ "+bogus+" : goto "+chains[r.IntN(len(chains))]+" }")
+	case kind == 5:
+		run("delete", "table", family, kubeProxyTable)
+	default:
+		soakDamage(t, r, run, family)
 	}
 }
 
