@@ -34,7 +34,7 @@ body() {
 }
 
 log "building the series in $out/work"
-rm -rf "$out/work" "$out/series" "$out/check"
+rm -rf "$out/work" "$out/series" "$out/carry" "$out/check"
 mkdir -p "$out"
 cp -r "$pristine" "$out/work"
 cd "$out/work"
@@ -64,7 +64,13 @@ while IFS='|' read -r slug subject nums paths; do
 	rm -f "$msg"
 	log "  $slug: $(git diff --shortstat HEAD~1)"
 done < <(grep -v '^\s*\(#\|$\)' "$features")
-git format-patch -q --no-signature --zero-commit --full-index -o "$out/series" "$tag..upstream-pr"
+# The carry (this build's own, last in features.txt) is not part of the upstream series.
+last=upstream-pr
+if [ "$(grep -v '^\s*\(#\|$\)' "$features" | tail -1 | cut -d'|' -f1 | xargs)" = carry ]; then
+	last=upstream-pr~1
+	git format-patch -q --no-signature --zero-commit --full-index -o "$out/carry" "$last..upstream-pr"
+fi
+git format-patch -q --no-signature --zero-commit --full-index -o "$out/series" "$tag..$last"
 
 # With UPSTREAM_PR_EACH=1, each commit must build on its own, tests included, so that the series
 # bisects: compile (and vet) kube-proxy and the proxy packages' tests at every commit, running
@@ -83,9 +89,12 @@ if [ "${UPSTREAM_PR_EACH:-0}" != 0 ]; then
 	git checkout -q upstream-pr
 fi
 
-log "checking: the series on a fresh pristine tree gives the patched tree"
+log "checking: the series (and the carry) on a fresh pristine tree gives the patched tree"
 cp -r "$pristine" "$out/check"
-(cd "$out/check" && git init -q && for p in "$out"/series/*.patch; do git apply "$p" || die "$(basename "$p") does not apply to the pristine tree"; done)
+(cd "$out/check" && git init -q && for p in "$out"/series/*.patch "$out"/carry/*.patch; do
+	[ -e "$p" ] || continue
+	git apply "$p" || die "$(basename "$p") does not apply to the pristine tree"
+done)
 if ! diff -r -q -x .upstream-tag -x .git "$out/check" "$patched" >"$out/tree.diff"; then
 	cat "$out/tree.diff" >&2
 	die "the series does not rebuild the patched tree"

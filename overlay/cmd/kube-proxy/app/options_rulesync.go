@@ -27,7 +27,9 @@ import (
 	"github.com/spf13/pflag"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	kubeproxyconfigv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
+	"k8s.io/kubernetes/pkg/features"
 	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
 	"k8s.io/kubernetes/pkg/proxy/fullsync"
 	"k8s.io/kubernetes/pkg/proxy/rulesync"
@@ -292,8 +294,28 @@ func readRuleSyncSection(data []byte, into *kubeproxyconfig.KubeProxyConfigurati
 }
 
 // ruleSyncConfig returns the rule-sync settings that the proxiers of node nodeName get from the
-// completed configuration c.
+// completed configuration c. A setting whose feature gate is off is upstream's, whatever c says:
+// NFTablesSetFreeRuleShapes off gives PerRuleMaps, NFTablesBoundedTransactions off one
+// transaction per sync, and NFTablesDriftOnlyFullSync off full syncs that re-write every chain.
+// (KubeProxyFullSyncSchedule is read where the schedule is made: fullsync.NewProxierSchedule.)
 func ruleSyncConfig(c *kubeproxyconfig.KubeProxyConfiguration, nodeName string) rulesync.Options {
+	o := ruleSyncSettings(c, nodeName)
+	gates := utilfeature.DefaultFeatureGate
+	if !gates.Enabled(features.NFTablesSetFreeRuleShapes) {
+		o.UpstreamRuleShapes = true
+	}
+	if !gates.Enabled(features.NFTablesBoundedTransactions) {
+		o.MaxTransactionSize = 0
+	}
+	if !gates.Enabled(features.NFTablesDriftOnlyFullSync) {
+		o.FullSyncRewriteAll = true
+	}
+	return o
+}
+
+// ruleSyncSettings returns the rule-sync settings of the completed configuration c, for the
+// proxiers of node nodeName, as c gives them.
+func ruleSyncSettings(c *kubeproxyconfig.KubeProxyConfiguration, nodeName string) rulesync.Options {
 	return rulesync.Options{
 		Schedule: fullsync.Config{
 			Period:    c.RuleSync.FullSyncPeriod.Duration,

@@ -70,7 +70,7 @@ func TestRuleSyncDefaults(t *testing.T) {
 			if nft.MaxSyncTransactionSize != 5000 || nft.SyncWorkers != 0 || nft.FullSyncRewriteAll || kubeproxyconfig.PerRuleMaps(nft.RuleShapes) {
 				t.Errorf("nftables defaults = %+v, want set-free shapes, 5000 operations per transaction, 0 (GOMAXPROCS) sync workers, drift-only full syncs", nft)
 			}
-			if got := ruleSyncConfig(o.config, "n").Schedule.Splay; got != time.Hour {
+			if got := ruleSyncSettings(o.config, "n").Schedule.Splay; got != time.Hour {
 				t.Errorf("schedule splay = %v, want the period (1h) for an unset splay", got)
 			}
 		})
@@ -87,7 +87,7 @@ func TestRuleSyncFlags(t *testing.T) {
 		if rs.FullSyncPeriod.Duration != 20*time.Minute || rs.FullSyncJitterPercent != 20 || rs.SyncSplay == nil || rs.SyncSplay.Duration != 15*time.Minute || o.config.NFTables.RuleShapes != shapes {
 			t.Errorf("got %+v, %+v, want the flag values", rs, o.config.NFTables)
 		}
-		opts := ruleSyncConfig(o.config, "n")
+		opts := ruleSyncSettings(o.config, "n")
 		if !opts.UpstreamRuleShapes || opts.MaxTransactionSize != 0 || !opts.FullSyncRewriteAll || opts.SyncWorkers != 3 || opts.Schedule.Jitter != 0.2 {
 			t.Errorf("the flags did not reach the proxier options: %+v", opts)
 		}
@@ -129,7 +129,7 @@ func TestRuleSyncSplayFollowsPeriod(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := ruleSyncConfig(o.config, "n").Schedule.Splay; got != tc.want {
+			if got := ruleSyncSettings(o.config, "n").Schedule.Splay; got != tc.want {
 				t.Errorf("schedule splay = %v, want %v", got, tc.want)
 			}
 		})
@@ -253,7 +253,7 @@ func TestRuleSyncPeriodSet(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := ruleSyncConfig(o.config, "n").Schedule.PeriodSet; got != tc.want {
+			if got := ruleSyncSettings(o.config, "n").Schedule.PeriodSet; got != tc.want {
 				t.Errorf("PeriodSet = %v, want %v", got, tc.want)
 			}
 		})
@@ -291,10 +291,10 @@ nftables:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := ruleSyncConfig(o.config, "n"), ruleSyncConfig(n.config, "n"); got != want {
+	if got, want := ruleSyncSettings(o.config, "n"), ruleSyncSettings(n.config, "n"); got != want {
 		t.Errorf("old names give %+v, new names %+v", got, want)
 	}
-	if opts := ruleSyncConfig(o.config, "n"); opts.Schedule.Jitter != 0.5 || !opts.UpstreamRuleShapes || opts.MaxTransactionSize != 300 || !opts.FullSyncRewriteAll || opts.SyncWorkers != 2 {
+	if opts := ruleSyncSettings(o.config, "n"); opts.Schedule.Jitter != 0.5 || !opts.UpstreamRuleShapes || opts.MaxTransactionSize != 300 || !opts.FullSyncRewriteAll || opts.SyncWorkers != 2 {
 		t.Errorf("old names: %+v, want the file's values", opts)
 	}
 	// The same value under both names is not a conflict.

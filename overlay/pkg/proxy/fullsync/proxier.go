@@ -21,7 +21,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/proxy/metrics"
 	"k8s.io/utils/clock"
 )
@@ -48,8 +50,16 @@ type ProxierSchedule struct {
 // NewProxierSchedule validates cfg and returns the schedule for the proxier of family. Jitter
 // draws use a random seed; retry is how long the trigger waits before asking again when a
 // triggered sync did not complete (the proxier's sync period). It logs the schedule, including
-// this node's splay offset.
+// this node's splay offset. With the KubeProxyFullSyncSchedule feature gate off, it returns the
+// nil schedule (upstream's behaviour) once cfg is valid, and logs that.
 func NewProxierSchedule(logger klog.Logger, cfg Config, family v1.IPFamily, retry time.Duration) (*ProxierSchedule, error) {
+	if !utilfeature.DefaultFeatureGate.Enabled(features.KubeProxyFullSyncSchedule) {
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("invalid full-sync schedule: %w", err)
+		}
+		logger.Info("Full syncs follow upstream's hourly timer: the KubeProxyFullSyncSchedule feature gate is off", "ipFamily", family)
+		return nil, nil
+	}
 	return NewProxierScheduleWithClock(logger, cfg, family, retry, clock.RealClock{}, RandomSeed())
 }
 

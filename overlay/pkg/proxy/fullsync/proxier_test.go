@@ -23,7 +23,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/kubernetes/pkg/features"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -44,9 +47,29 @@ func TestNilProxierScheduleIsUpstream(t *testing.T) {
 
 func TestNewProxierScheduleRejectsBadConfig(t *testing.T) {
 	logger, _ := ktesting.NewTestContext(t)
-	_, err := NewProxierSchedule(logger, Config{Period: time.Hour, Jitter: 1}, v1.IPv6Protocol, time.Second)
-	if err == nil || !strings.Contains(err.Error(), "--full-sync-jitter") {
-		t.Errorf("error = %v, want one naming --full-sync-jitter", err)
+	for _, gate := range []bool{false, true} {
+		featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.KubeProxyFullSyncSchedule, gate)
+		_, err := NewProxierSchedule(logger, Config{Period: time.Hour, Jitter: 1}, v1.IPv6Protocol, time.Second)
+		if err == nil || !strings.Contains(err.Error(), "--full-sync-jitter") {
+			t.Errorf("gate %v: error = %v, want one naming --full-sync-jitter", gate, err)
+		}
+	}
+}
+
+// TestNewProxierScheduleFollowsGate: with the KubeProxyFullSyncSchedule gate off, a valid
+// configuration gives the nil schedule (upstream's hourly timer); with it on, a schedule.
+func TestNewProxierScheduleFollowsGate(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	cfg := Config{Period: 30 * time.Minute, Splay: 10 * time.Minute, NodeName: "n", PeriodSet: true}
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.KubeProxyFullSyncSchedule, false)
+	p, err := NewProxierSchedule(logger, cfg, v1.IPv4Protocol, time.Second)
+	if err != nil || p != nil {
+		t.Errorf("gate off: got %v, %v; want the nil schedule", p, err)
+	}
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.KubeProxyFullSyncSchedule, true)
+	p, err = NewProxierSchedule(logger, cfg, v1.IPv4Protocol, time.Second)
+	if err != nil || p == nil || !p.PeriodSet() {
+		t.Errorf("gate on: got %v, %v; want a schedule with the period set", p, err)
 	}
 }
 
