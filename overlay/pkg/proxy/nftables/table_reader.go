@@ -135,6 +135,7 @@ func (r *kernelReader) readTable(ctx context.Context) (*kernelListing, error) {
 	r.observe("netlink", start)
 	if err != nil {
 		r.logger.V(2).Info("Cannot read the table over netlink; listing it as text", "err", err)
+		metrics.NFTablesSyncFallbacksTotal.WithLabelValues(string(r.family), driftDumpFailed).Inc()
 		return r.readText(ctx)
 	}
 	k := link.resolve(table, snap)
@@ -156,6 +157,10 @@ func (r *kernelReader) readTable(ctx context.Context) (*kernelListing, error) {
 	}
 	return k, nil
 }
+
+// driftDumpFailed is the reason, in kubeproxy_sync_proxy_rules_nftables_fallbacks_total, of a
+// drift check that could not read the table over netlink and listed it as text.
+const driftDumpFailed = "drift_dump_failed"
 
 // observe records how long a drift check's read from source took, since start.
 func (r *kernelReader) observe(source string, start time.Time) {
