@@ -117,7 +117,7 @@ func (m *chainMemory) setTotal() int {
 }
 
 // noteSets updates the sets with one command of a committed transaction, split by
-// nftCommands: a named set or map that is created or deleted; the set and map literals of an
+// nftCommands (each name it keeps is a copy: see ownName): a named set or map that is created or deleted; the set and map literals of an
 // added rule, each an anonymous set that its chain now holds; and a chain that is flushed or
 // deleted, which frees its anonymous sets. Deleting or flushing the table frees them all (and
 // deleting it, its named sets).
@@ -140,7 +140,7 @@ func (m *chainMemory) noteSets(f []string) {
 			if m.named == nil {
 				m.named = map[string]bool{}
 			}
-			m.named[name] = true
+			m.named[ownName(name)] = true
 		case verb == "delete" || verb == "destroy":
 			delete(m.named, name)
 		}
@@ -151,7 +151,7 @@ func (m *chainMemory) noteSets(f []string) {
 			if m.anon == nil {
 				m.anon = map[string]int{}
 			}
-			m.anon[f[4]] += literals
+			m.anon[ownName(f[4])] += literals
 		}
 	}
 }
@@ -402,7 +402,7 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 			switch {
 			case !m.heldValid:
 			case verb == "add" || verb == "create":
-				m.heldSets[f[4]] = true
+				m.heldSets[ownName(f[4])] = true
 			case verb == "delete" || verb == "destroy":
 				delete(m.heldSets, f[4])
 			}
@@ -428,7 +428,7 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 		case typ == "chain":
 			// add/create: the chain exists, its rules are unchanged (none, if it is new).
 			if _, ok := m.held[chain]; !ok && m.heldValid {
-				m.held[chain] = fnvOffset64
+				m.held[ownName(chain)] = fnvOffset64
 			}
 		case verb == "add" && len(f) == 6 && seen && !w.unsure && !placedRule(f[5]):
 			w.text = hashRule(w.text, f[5])
@@ -438,6 +438,7 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 		}
 	}
 	for chain, w := range writes {
+		chain = ownName(chain)
 		m.pending[chain] = w
 		if w.unsure {
 			m.heldValid = false
@@ -445,6 +446,15 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 			m.held[chain] = w.text
 		}
 	}
+}
+
+// ownName returns a copy of name, a field of a command that nftCommands split: the fields are
+// parts of the command's line, and a map key that is one keeps the whole line alive (assigning
+// to a map, even to a key it has, stores the key given). A chain memory keeps tens of thousands
+// of chain names, from one sync's writes to the next full sync's snapshot and beyond, in its
+// baselines.
+func ownName(name string) string {
+	return strings.Clone(name)
 }
 
 // placedRule reports whether the text of an added rule places it by index, handle or position

@@ -133,3 +133,56 @@ func BenchmarkKnownObjectsHeap(b *testing.B) {
 		})
 	}
 }
+
+// chainMemoryHeld syncs a proxier with services memory-test Services, notes its transactions in
+// a chain memory as the kernel link does after its commits (chainMemory.noteWrites), and returns
+// how many bytes of heap that memory alone keeps alive once the transactions' text is gone, with
+// the number of chains it has pending.
+func chainMemoryHeld(tb testing.TB, services int) (held uint64, chains int) {
+	tb.Helper()
+	fake, fp := NewFakeProxier(v1.IPv6Protocol)
+	rec := &txText{Interface: discardNFT{Fake: fake}}
+	fp.nftables = rec
+	setMemoryTestCluster(fp, services)
+	if err := fp.syncProxyRules(); err != nil {
+		tb.Fatal(err)
+	}
+	m := &chainMemory{baselines: map[string]chainBaseline{}, pending: map[string]pendingWrite{}}
+	for _, text := range rec.texts {
+		m.noteWrites(text, 1, false)
+	}
+	rec.texts = nil
+	chains = len(m.pending)
+	var with, without runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&with)
+	runtime.KeepAlive(m)
+	m = nil
+	runtime.GC()
+	runtime.ReadMemStats(&without)
+	runtime.KeepAlive(fp)
+	if without.HeapAlloc >= with.HeapAlloc {
+		return 0, chains
+	}
+	return with.HeapAlloc - without.HeapAlloc, chains
+}
+
+// BenchmarkChainMemoryHeap reports the heap that the kernel link's chain memory holds for the
+// pending writes of a full sync of 6,000 and 36,000 IPv6 service ports: MiB in all and bytes per
+// chain. Run with -benchtime=1x.
+func BenchmarkChainMemoryHeap(b *testing.B) {
+	for _, services := range []int{1000, 6000} {
+		b.Run(fmt.Sprintf("ports=%d", services*6), func(b *testing.B) {
+			var held uint64
+			var chains int
+			for i := 0; i < b.N; i++ {
+				held, chains = chainMemoryHeld(b, services)
+			}
+			if chains < services*6 {
+				b.Fatalf("the chain memory has %d chains pending, want at least one per service port (%d)", chains, services*6)
+			}
+			b.ReportMetric(float64(held)/(1<<20), "MiB-held")
+			b.ReportMetric(float64(held)/float64(chains), "B/chain")
+		})
+	}
+}
