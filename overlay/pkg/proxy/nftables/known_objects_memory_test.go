@@ -86,59 +86,9 @@ func setMemoryTestCluster(fp *Proxier, services int) {
 	}
 }
 
-// knownObjectsHeld syncs a proxier with services memory-test Services and returns how many
-// bytes of heap its known objects alone keep alive (what a garbage collection frees when they
-// are dropped), with the number of service ports they know.
-func knownObjectsHeld(tb testing.TB, services int) (held uint64, ports int) {
-	tb.Helper()
-	fake, fp := NewFakeProxier(v1.IPv6Protocol)
-	fp.nftables = discardNFT{Fake: fake}
-	setMemoryTestCluster(fp, services)
-	if err := fp.syncProxyRules(); err != nil {
-		tb.Fatal(err)
-	}
-	if fp.known == nil {
-		tb.Fatal("the sync left no known objects")
-	}
-	ports = len(fp.known.ports)
-	var with, without runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&with)
-	fp.known = nil
-	runtime.GC()
-	runtime.ReadMemStats(&without)
-	runtime.KeepAlive(fp)
-	if without.HeapAlloc >= with.HeapAlloc {
-		return 0, ports
-	}
-	return with.HeapAlloc - without.HeapAlloc, ports
-}
-
-// BenchmarkKnownObjectsHeap reports the heap that the known objects hold after a full sync of
-// 6,000 and 36,000 IPv6 service ports (the size of the reported cluster): MiB in all and bytes
-// per service port. Run with -benchtime=1x; each iteration builds and syncs a new proxier.
-func BenchmarkKnownObjectsHeap(b *testing.B) {
-	for _, services := range []int{1000, 6000} {
-		b.Run(fmt.Sprintf("ports=%d", services*6), func(b *testing.B) {
-			var held uint64
-			var ports int
-			for i := 0; i < b.N; i++ {
-				held, ports = knownObjectsHeld(b, services)
-			}
-			if ports != services*6 {
-				b.Fatalf("the known objects hold %d service ports, want %d", ports, services*6)
-			}
-			b.ReportMetric(float64(held)/(1<<20), "MiB-held")
-			b.ReportMetric(float64(held)/float64(ports), "B/port")
-		})
-	}
-}
-
-// chainMemoryHeld syncs a proxier with services memory-test Services, notes its transactions in
-// a chain memory as the kernel link does after its commits (chainMemory.noteWrites), and returns
-// how many bytes of heap that memory alone keeps alive once the transactions' text is gone, with
-// the number of chains it has pending.
-func chainMemoryHeld(tb testing.TB, services int) (held uint64, chains int) {
+// syncedMemoryTestProxier returns an IPv6 proxier with services memory-test Services, synced
+// once over a discardNFT, and the text of the transactions that sync ran.
+func syncedMemoryTestProxier(tb testing.TB, services int) (*Proxier, *txText) {
 	tb.Helper()
 	fake, fp := NewFakeProxier(v1.IPv6Protocol)
 	rec := &txText{Interface: discardNFT{Fake: fake}}
@@ -147,42 +97,73 @@ func chainMemoryHeld(tb testing.TB, services int) (held uint64, chains int) {
 	if err := fp.syncProxyRules(); err != nil {
 		tb.Fatal(err)
 	}
-	m := &chainMemory{baselines: map[string]chainBaseline{}, pending: map[string]pendingWrite{}}
-	for _, text := range rec.texts {
-		m.noteWrites(text, 1, false)
-	}
-	rec.texts = nil
-	chains = len(m.pending)
+	return fp, rec
+}
+
+// heapFreedBy returns how many bytes of heap a garbage collection frees once drop has dropped
+// the references it holds.
+func heapFreedBy(drop func()) uint64 {
 	var with, without runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&with)
-	runtime.KeepAlive(m)
-	m = nil
+	drop()
 	runtime.GC()
 	runtime.ReadMemStats(&without)
-	runtime.KeepAlive(fp)
 	if without.HeapAlloc >= with.HeapAlloc {
-		return 0, chains
+		return 0
 	}
-	return with.HeapAlloc - without.HeapAlloc, chains
+	return with.HeapAlloc - without.HeapAlloc
 }
 
-// BenchmarkChainMemoryHeap reports the heap that the kernel link's chain memory holds for the
-// pending writes of a full sync of 6,000 and 36,000 IPv6 service ports: MiB in all and bytes per
-// chain. Run with -benchtime=1x.
-func BenchmarkChainMemoryHeap(b *testing.B) {
+// benchmarkHeldHeap reports, for 6,000 and 36,000 service ports (the size of the reported
+// cluster), the heap that held measures (bytes, and how many of unit they are for): MiB in all
+// and bytes per unit. Each iteration builds and syncs a new proxier; run with -benchtime=1x.
+func benchmarkHeldHeap(b *testing.B, unit string, held func(tb testing.TB, services int) (uint64, int)) {
 	for _, services := range []int{1000, 6000} {
 		b.Run(fmt.Sprintf("ports=%d", services*6), func(b *testing.B) {
-			var held uint64
-			var chains int
+			var bytes uint64
+			var n int
 			for i := 0; i < b.N; i++ {
-				held, chains = chainMemoryHeld(b, services)
+				bytes, n = held(b, services)
 			}
-			if chains < services*6 {
-				b.Fatalf("the chain memory has %d chains pending, want at least one per service port (%d)", chains, services*6)
-			}
-			b.ReportMetric(float64(held)/(1<<20), "MiB-held")
-			b.ReportMetric(float64(held)/float64(chains), "B/chain")
+			b.ReportMetric(float64(bytes)/(1<<20), "MiB-held")
+			b.ReportMetric(float64(bytes)/float64(n), "B/"+unit)
 		})
 	}
+}
+
+// BenchmarkKnownObjectsHeap reports the heap that the known objects alone keep alive after a
+// full sync (what a garbage collection frees when they are dropped), per service port.
+func BenchmarkKnownObjectsHeap(b *testing.B) {
+	benchmarkHeldHeap(b, "port", func(tb testing.TB, services int) (uint64, int) {
+		fp, _ := syncedMemoryTestProxier(tb, services)
+		if fp.known == nil || len(fp.known.ports) != services*6 {
+			tb.Fatalf("the sync left known objects %v, want %d service ports", fp.known != nil, services*6)
+		}
+		held := heapFreedBy(func() { fp.known = nil })
+		runtime.KeepAlive(fp)
+		return held, services * 6
+	})
+}
+
+// BenchmarkChainMemoryHeap reports the heap that the kernel link's chain memory alone keeps
+// alive after it noted a full sync's transactions, as the link does after its commits
+// (chainMemory.noteWrites), once their text is gone: the writes pending until the next full
+// sync's snapshot. Per chain.
+func BenchmarkChainMemoryHeap(b *testing.B) {
+	benchmarkHeldHeap(b, "chain", func(tb testing.TB, services int) (uint64, int) {
+		fp, rec := syncedMemoryTestProxier(tb, services)
+		m := &chainMemory{baselines: map[string]chainBaseline{}, pending: map[string]pendingWrite{}}
+		for _, text := range rec.texts {
+			m.noteWrites(text, 1, false)
+		}
+		rec.texts = nil
+		chains := len(m.pending)
+		if chains < services*6 {
+			tb.Fatalf("the chain memory has %d chains pending, want at least one per service port (%d)", chains, services*6)
+		}
+		held := heapFreedBy(func() { m = nil })
+		runtime.KeepAlive(fp)
+		return held, chains
+	})
 }
