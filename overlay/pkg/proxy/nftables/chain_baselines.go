@@ -117,10 +117,10 @@ func (m *chainMemory) setTotal() int {
 }
 
 // noteSets updates the sets with one command of a committed transaction, split by
-// nftCommands (each name it keeps is a copy: see ownName): a named set or map that is created or deleted; the set and map literals of an
-// added rule, each an anonymous set that its chain now holds; and a chain that is flushed or
-// deleted, which frees its anonymous sets. Deleting or flushing the table frees them all (and
-// deleting it, its named sets).
+// nftCommands (each name it keeps is a copy: see ownName): a named set or map that is created
+// or deleted; the set and map literals of an added rule, each an anonymous set that its chain
+// now holds; and a chain that is flushed or deleted, which frees its anonymous sets. Deleting or
+// flushing the table frees them all (and deleting it, its named sets).
 func (m *chainMemory) noteSets(f []string) {
 	if len(f) < 4 {
 		return
