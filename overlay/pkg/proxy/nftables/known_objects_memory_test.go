@@ -145,25 +145,3 @@ func BenchmarkKnownObjectsHeap(b *testing.B) {
 		return held, services * 6
 	})
 }
-
-// BenchmarkChainMemoryHeap reports the heap that the kernel link's chain memory alone keeps
-// alive after it noted a full sync's transactions, as the link does after its commits
-// (chainMemory.noteWrites), once their text is gone: the writes pending until the next full
-// sync's snapshot. Per chain.
-func BenchmarkChainMemoryHeap(b *testing.B) {
-	benchmarkHeldHeap(b, "chain", func(tb testing.TB, services int) (uint64, int) {
-		fp, rec := syncedMemoryTestProxier(tb, services)
-		m := &chainMemory{baselines: map[string]chainBaseline{}, pending: map[string]pendingWrite{}}
-		for _, text := range rec.texts {
-			m.noteWrites(text, 1, false)
-		}
-		rec.texts = nil
-		chains := len(m.pending)
-		if chains < services*6 {
-			tb.Fatalf("the chain memory has %d chains pending, want at least one per service port (%d)", chains, services*6)
-		}
-		held := heapFreedBy(func() { m = nil })
-		runtime.KeepAlive(fp)
-		return held, chains
-	})
-}

@@ -211,7 +211,9 @@ func nftFamilyOf(family v1.IPFamily) string {
 }
 
 // parseListing reads `nft [-t] list table` output: it hashes the rules of each chain and
-// collects the names of the named sets.
+// collects the names of the named sets. The names it keeps are copies: a part of listing would
+// keep all of it alive for as long as the listing, or a chain memory's held table copied from
+// it, is kept.
 func parseListing(listing string) *kernelListing {
 	k := &kernelListing{chains: map[string]uint64{}, listedSets: true}
 	chain := ""
@@ -220,10 +222,10 @@ func parseListing(listing string) *kernelListing {
 		switch {
 		case chain == "" && strings.HasPrefix(trimmed, "chain ") && strings.HasSuffix(trimmed, " {"):
 			chain = strings.TrimSuffix(strings.TrimPrefix(trimmed, "chain "), " {")
-			chain = strings.Trim(chain, `"`)
+			chain = strings.Clone(strings.Trim(chain, `"`))
 			k.chains[chain] = fnvOffset64
 		case chain == "" && strings.HasPrefix(trimmed, "set ") && strings.HasSuffix(trimmed, " {"):
-			k.sets = append(k.sets, strings.Trim(strings.TrimSuffix(strings.TrimPrefix(trimmed, "set "), " {"), `"`))
+			k.sets = append(k.sets, strings.Clone(strings.Trim(strings.TrimSuffix(strings.TrimPrefix(trimmed, "set "), " {"), `"`)))
 		case chain != "" && trimmed == "}":
 			chain = ""
 		case chain != "" && trimmed != "":
