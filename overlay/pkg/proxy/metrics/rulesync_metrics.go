@@ -75,7 +75,9 @@ var NFTablesLongestTransactionSeconds = metrics.NewHistogramVec(
 // strategy instead of its bounded transactions, by reason: "listing_failed" (a map or set could
 // not be read, so the sync writes it whole in one transaction), "repeated_failure" (two syncs
 // in a row failed: one transaction, every chain re-written) and "isolate" (more failed: one
-// transaction per changed Service, so that a Service the kernel refuses blocks no other).
+// transaction per changed Service, so that a Service the kernel refuses blocks no other); and
+// "drift_dump_failed", a full sync whose drift check could not read the table over netlink (a
+// failed dump, or commits by others during every try) and listed it as text instead.
 var NFTablesSyncFallbacksTotal = metrics.NewCounterVec(
 	&metrics.CounterOpts{
 		Subsystem:      kubeProxySubsystem,

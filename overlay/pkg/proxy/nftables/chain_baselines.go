@@ -34,7 +34,8 @@ import (
 // whoever wrote it. A baseline is recorded only when K and T are known to describe the same
 // rules:
 //
-//   - from a text listing and a netlink snapshot that saw the same ruleset generation; or
+//   - from a text listing and a netlink snapshot that saw the same table: the same ruleset
+//     generation, or one moved only by the other family's commits (own_commits.go); or
 //   - from kube-proxy's own writes. A transaction that flushed a chain and added its rules
 //     leaves the chain with the text of those rules: a pending write. The next full sync's
 //     snapshot turns it into a baseline if no one else has committed since. To know that, the
@@ -55,7 +56,8 @@ import (
 // So the text listing runs at start-up, unless every service port's chains differ (an upgrade
 // from upstream's rule shapes), and after commits by others that raced kube-proxy's own;
 // every other full sync reads only the netlink dump. The two proxiers of a dual-stack
-// kube-proxy share one link, so each one's commits are not "someone else's" to the other.
+// kube-proxy share one link, so each one's commits are not "someone else's" to the other, and
+// a snapshot that the other family's commits overlapped stands (own_commits.go).
 
 // chainBaseline pairs a chain's kernel hash with the text hash of the same rules.
 type chainBaseline struct {
@@ -115,10 +117,10 @@ func (m *chainMemory) setTotal() int {
 }
 
 // noteSets updates the sets with one command of a committed transaction, split by
-// nftCommands: a named set or map that is created or deleted; the set and map literals of an
-// added rule, each an anonymous set that its chain now holds; and a chain that is flushed or
-// deleted, which frees its anonymous sets. Deleting or flushing the table frees them all (and
-// deleting it, its named sets).
+// nftCommands (each name it keeps is a copy: see ownName): a named set or map that is created
+// or deleted; the set and map literals of an added rule, each an anonymous set that its chain
+// now holds; and a chain that is flushed or deleted, which frees its anonymous sets. Deleting or
+// flushing the table frees them all (and deleting it, its named sets).
 func (m *chainMemory) noteSets(f []string) {
 	if len(f) < 4 {
 		return
@@ -138,7 +140,7 @@ func (m *chainMemory) noteSets(f []string) {
 			if m.named == nil {
 				m.named = map[string]bool{}
 			}
-			m.named[name] = true
+			m.named[ownName(name)] = true
 		case verb == "delete" || verb == "destroy":
 			delete(m.named, name)
 		}
@@ -149,7 +151,7 @@ func (m *chainMemory) noteSets(f []string) {
 			if m.anon == nil {
 				m.anon = map[string]int{}
 			}
-			m.anon[f[4]] += literals
+			m.anon[ownName(f[4])] += literals
 		}
 	}
 }
@@ -183,6 +185,13 @@ type nftLink struct {
 	// maxConfirmNow is the most pending writes that confirmNow confirms at once
 	// (maxConfirmedAtOnce; 0 turns it off).
 	maxConfirmNow int
+	// own names the tables of the link's latest own commits, and keptAcrossCommits counts the
+	// snapshots kept although the other family's commits moved the generation during them
+	// (own_commits.go).
+	own               ownCommitLog
+	keptAcrossCommits uint64
+	// snapshotPieceRead, when set (by tests), is each snapshot socket's pieceRead.
+	snapshotPieceRead func(family uint8, msg uint16, piece int)
 }
 
 // newNFTLink returns a link whose sockets dial opens.
@@ -261,6 +270,10 @@ func (l *nftLink) runTracked(table string, txText func() string, run func() erro
 	case after == before || after == before+1 && certainlyCommits(text):
 		// If after == before, nothing was committed: the transaction only added objects that
 		// exist or flushed empty chains, which is what they hold, and no one else committed.
+		if after != before {
+			family, _ := splitLinkTable(table)
+			l.own.note(after, family)
+		}
 		m := l.memory(table)
 		m.noteWrites(text, l.epoch, false)
 		l.confirmNow(c, table, m, after)
@@ -389,7 +402,7 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 			switch {
 			case !m.heldValid:
 			case verb == "add" || verb == "create":
-				m.heldSets[f[4]] = true
+				m.heldSets[ownName(f[4])] = true
 			case verb == "delete" || verb == "destroy":
 				delete(m.heldSets, f[4])
 			}
@@ -415,7 +428,7 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 		case typ == "chain":
 			// add/create: the chain exists, its rules are unchanged (none, if it is new).
 			if _, ok := m.held[chain]; !ok && m.heldValid {
-				m.held[chain] = fnvOffset64
+				m.held[ownName(chain)] = fnvOffset64
 			}
 		case verb == "add" && len(f) == 6 && seen && !w.unsure && !placedRule(f[5]):
 			w.text = hashRule(w.text, f[5])
@@ -425,6 +438,7 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 		}
 	}
 	for chain, w := range writes {
+		chain = ownName(chain)
 		m.pending[chain] = w
 		if w.unsure {
 			m.heldValid = false
@@ -432,6 +446,15 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 			m.held[chain] = w.text
 		}
 	}
+}
+
+// ownName returns a copy of name, a field of a command that nftCommands split: the fields are
+// parts of the command's line, and a map key that is one keeps the whole line alive (assigning
+// to a map, even to a key it has, stores the key given). A chain memory keeps tens of thousands
+// of chain names, from one sync's writes to the next full sync's snapshot and beyond, in its
+// baselines.
+func ownName(name string) string {
+	return strings.Clone(name)
 }
 
 // placedRule reports whether the text of an added rule places it by index, handle or position
@@ -488,9 +511,10 @@ func (l *nftLink) resolve(table string, snap *tableSnapshot) *kernelListing {
 }
 
 // rebaseline records, after a text listing of table, a baseline for every chain that the
-// snapshot and the listing both hold, if the ruleset was at the snapshot's generation when the
-// listing ended (gen, known). Otherwise (and then listing may be nil) it forgets the table, so
-// that the next full sync lists it as text again.
+// snapshot and the listing both hold, if the table was as at the snapshot's generation when the
+// listing ended (gen, known): the ruleset was still at that generation, or only the link's own
+// commits to tables of other families moved it (own_commits.go). Otherwise (and then listing
+// may be nil) it forgets the table, so that the next full sync lists it as text again.
 func (l *nftLink) rebaseline(table string, snap *tableSnapshot, listing *kernelListing, gen uint32, known bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -498,7 +522,8 @@ func (l *nftLink) rebaseline(table string, snap *tableSnapshot, listing *kernelL
 	clear(m.pending)
 	clear(m.baselines)
 	m.heldValid = false
-	if !known || gen != snap.gen {
+	family, _ := splitLinkTable(table)
+	if !known || !l.own.onlyOtherFamilies(family, snap.gen, gen) {
 		return
 	}
 	for chain, kh := range snap.chains {

@@ -41,10 +41,14 @@ import (
 type knownObjects struct {
 	ports     map[proxy.ServicePortName]*portObjects
 	byService map[types.NamespacedName]sets.Set[proxy.ServicePortName]
-	// claims are, for each map or set element, the service ports that use it: several
-	// service ports can share one (the ports of a Service share its ClusterIP, and Services
-	// that select the same pods share hairpin elements).
-	claims map[elementKey]claimants
+	// claims are, for each map or set element, the first service port that uses it, and
+	// moreClaims the others of an element that several use (the ports of a Service share its
+	// ClusterIP, and Services that select the same pods share hairpin elements). Each points
+	// into its port's objects (portObjects.elements), which are never changed once built:
+	// the map holds a pointer where it held a copy of a claim (bench/RESULTS.md, "Known
+	// objects in memory").
+	claims     map[elementKey]*elementClaim
+	moreClaims map[elementKey][]*elementClaim
 	// chains and affinitySets are all the service ports' chains and affinity sets.
 	chains, affinitySets sets.Set[string]
 	// affinitySize is the size with which the shared affinity set was last written (0:
@@ -70,19 +74,44 @@ type elementKey struct {
 	key     string
 }
 
-// elementClaim is a service port's use of an element.
+// elementClaim is a service port's use of an element: the element of elementKey with value
+// (joined, as nftElementStorage keeps it; "" in a set) and comment.
 type elementClaim struct {
 	elementKey
-	port  proxy.ServicePortName
-	value string
-	elem  *knftables.Element
+	port    proxy.ServicePortName
+	value   string
+	comment *string
+}
+
+// element returns the element that c claims, as the service port wrote it. The key and value
+// are split again from their joined form, as deleteElement does, rather than kept as the
+// generated element, which would hold each one's text twice.
+func (c *elementClaim) element() *knftables.Element {
+	e := containerElement(c.storage, c.key)
+	if c.value != "" {
+		e.Value = splitNFTSlice(c.value)
+	}
+	e.Comment = c.comment
+	return e
+}
+
+// containerElement returns the element of storage s with the joined key key, with no value.
+func containerElement(s *nftElementStorage, key string) *knftables.Element {
+	e := &knftables.Element{Key: splitNFTSlice(key)}
+	if s.containerType == "set" {
+		e.Set = s.containerName
+	} else {
+		e.Map = s.containerName
+	}
+	return e
 }
 
 func newKnownObjects() *knownObjects {
 	return &knownObjects{
 		ports:        map[proxy.ServicePortName]*portObjects{},
 		byService:    map[types.NamespacedName]sets.Set[proxy.ServicePortName]{},
-		claims:       map[elementKey]claimants{},
+		claims:       map[elementKey]*elementClaim{},
+		moreClaims:   map[elementKey][]*elementClaim{},
 		chains:       sets.New[string](),
 		affinitySets: sets.New[string](),
 	}
@@ -125,7 +154,7 @@ func objectsOf(name proxy.ServicePortName, rec *servicePortRecorder) *portObject
 			continue
 		}
 		el := &rec.elems[e.elem]
-		c := elementClaim{elementKey: elementKey{el.storage, el.key}, port: name, value: el.value, elem: e.obj.(*knftables.Element)}
+		c := elementClaim{elementKey: elementKey{el.storage, el.key}, port: name, value: el.value, comment: e.obj.(*knftables.Element).Comment}
 		// A service port has a handful of elements: a linear search beats a map.
 		seen := false
 		for i := range objs.elements {
@@ -199,31 +228,22 @@ func (k *knownObjects) count(o *portObjects, sign int) {
 	}
 }
 
-// claimants are the service ports that use one element. Most elements have one, which is kept
-// in the map's value itself.
-type claimants struct {
-	first elementClaim
-	more  []elementClaim
-}
-
-// claim records c as a use of its element by c.port, replacing that port's earlier claim.
-func (k *knownObjects) claim(c elementClaim) {
-	cs, ok := k.claims[c.elementKey]
-	switch {
-	case !ok || cs.first.port == c.port:
-		cs.first = c
-	default:
-		i := 0
-		for i < len(cs.more) && cs.more[i].port != c.port {
-			i++
-		}
-		if i < len(cs.more) {
-			cs.more[i] = c
-		} else {
-			cs.more = append(cs.more, c)
+// claim records c, which stays unchanged for as long as k holds it, as a use of its element
+// by c.port, replacing that port's earlier claim.
+func (k *knownObjects) claim(c *elementClaim) {
+	first, ok := k.claims[c.elementKey]
+	if !ok || first.port == c.port {
+		k.claims[c.elementKey] = c
+		return
+	}
+	more := k.moreClaims[c.elementKey]
+	for i := range more {
+		if more[i].port == c.port {
+			more[i] = c
+			return
 		}
 	}
-	k.claims[c.elementKey] = cs
+	k.moreClaims[c.elementKey] = append(more, c)
 }
 
 // release drops port's use of the element key. If no service port uses the element any more,
@@ -231,44 +251,54 @@ func (k *knownObjects) claim(c elementClaim) {
 // none of them wants, it writes the value of one of them.
 func (k *knownObjects) release(tx txWriter, key elementKey, port proxy.ServicePortName) {
 	k.forgetClaim(key, port)
-	cs, ok := k.claims[key]
+	first, ok := k.claims[key]
 	if !ok {
 		deleteElement(tx, key)
 		return
 	}
 	s := key.storage
-	if cs.first.value == s.elements[key.key] {
+	held := s.elements[key.key]
+	if first.value == held {
 		return
 	}
-	for _, c := range cs.more {
-		if c.value == s.elements[key.key] {
+	for _, c := range k.moreClaims[key] {
+		if c.value == held {
 			return
 		}
 	}
-	s.ensureJoined(tx, cs.first.elem, key.key, cs.first.value)
+	s.ensureJoined(tx, first.element(), key.key, first.value)
 }
 
 // forgetClaim drops port's use of the element key, changing nothing in the table.
 func (k *knownObjects) forgetClaim(key elementKey, port proxy.ServicePortName) {
-	cs, ok := k.claims[key]
+	first, ok := k.claims[key]
 	if !ok {
 		return
 	}
-	if cs.first.port == port {
-		if len(cs.more) == 0 {
+	more := k.moreClaims[key]
+	if first.port == port {
+		if len(more) == 0 {
 			delete(k.claims, key)
 			return
 		}
-		cs.first, cs.more = cs.more[len(cs.more)-1], cs.more[:len(cs.more)-1]
+		k.claims[key] = more[len(more)-1]
+		more[len(more)-1] = nil // let the claim's port objects go
+		more = more[:len(more)-1]
 	} else {
-		for i := range cs.more {
-			if cs.more[i].port == port {
-				cs.more = append(cs.more[:i:i], cs.more[i+1:]...)
-				break
-			}
+		i := 0
+		for i < len(more) && more[i].port != port {
+			i++
 		}
+		if i == len(more) {
+			return
+		}
+		more = append(more[:i:i], more[i+1:]...)
 	}
-	k.claims[key] = cs
+	if len(more) == 0 {
+		delete(k.moreClaims, key)
+	} else {
+		k.moreClaims[key] = more
+	}
 }
 
 // deleteElement adds the deletion of the element key to tx, if its storage holds it, and
@@ -278,13 +308,7 @@ func deleteElement(tx txWriter, key elementKey) {
 	if _, present := s.elements[key.key]; !present {
 		return
 	}
-	e := &knftables.Element{Key: splitNFTSlice(key.key)}
-	if s.containerType == "set" {
-		e.Set = s.containerName
-	} else {
-		e.Map = s.containerName
-	}
-	tx.Delete(e)
+	tx.Delete(containerElement(s, key.key))
 	delete(s.elements, key.key)
 	delete(s.leftoverKeys, key.key)
 	delete(s.comments, key.key)
@@ -300,8 +324,8 @@ func (k *knownObjects) updatePorts(names []proxy.ServicePortName, news []*portOb
 	// ports is never deleted.
 	for i, name := range names {
 		if news[i] != nil {
-			for _, c := range news[i].elements {
-				k.claim(c)
+			for j := range news[i].elements {
+				k.claim(&news[i].elements[j])
 			}
 		}
 		olds[i] = k.put(name, news[i])

@@ -82,6 +82,11 @@ type nftNetlink struct {
 	fd  int
 	seq uint32
 	buf []byte
+	// pieceRead, when set (by tests), is called after each piece of a dump's answer (one
+	// receive) that more pieces follow, with the dump's family and message type and the
+	// piece's number (from 1). The kernel makes each piece when the one before is received,
+	// so whatever pieceRead commits lands inside the dump, before its third piece.
+	pieceRead func(family uint8, msg uint16, piece int)
 }
 
 // openNetfilterSocket opens a NETLINK_NETFILTER socket in the calling thread's network
@@ -154,9 +159,10 @@ func cString(b []byte) string {
 }
 
 // request sends an nf_tables request of type msg for family and calls fn with the attributes of
-// each message of the answer. With dump set it asks for a dump. It returns the answer's errno
-// as an error (unix.ENOENT for a missing table), or errTableChanged if the kernel marked the
-// dump as interrupted by a change.
+// each message of the answer, until fn fails. With dump set it asks for a dump. It returns the
+// answer's errno as an error (unix.ENOENT for a missing table), fn's error, or errTableChanged
+// if the kernel marked the dump as interrupted by a commit: fn has then seen the whole answer,
+// which is consistent only if that commit did not touch what the dump walks (own_commits.go).
 func (c *nftNetlink) request(msg uint16, family uint8, dump bool, attrs []byte, fn func(attrs []byte) error) error {
 	c.seq++
 	flags := uint16(unix.NLM_F_REQUEST)
@@ -176,6 +182,14 @@ func (c *nftNetlink) request(msg uint16, family uint8, dump bool, attrs []byte, 
 		return fmt.Errorf("sending a netlink request: %w", err)
 	}
 	var failed error
+	interrupted := false
+	pieces := 0
+	done := func() error {
+		if failed == nil && interrupted {
+			return errTableChanged
+		}
+		return failed
+	}
 	for {
 		n, _, rflags, _, err := unix.Recvmsg(c.fd, c.buf, nil, 0)
 		if err != nil {
@@ -200,7 +214,7 @@ func (c *nftNetlink) request(msg uint16, family uint8, dump bool, attrs []byte, 
 			}
 			switch {
 			case typ == unix.NLMSG_DONE:
-				return failed
+				return done()
 			case typ == unix.NLMSG_ERROR:
 				if len(data) < 4 {
 					return errors.New("malformed netlink error")
@@ -208,14 +222,18 @@ func (c *nftNetlink) request(msg uint16, family uint8, dump bool, attrs []byte, 
 				if errno := int32(binary.NativeEndian.Uint32(data)); errno != 0 {
 					return unix.Errno(-errno)
 				}
-				return failed
+				return done()
 			}
 			if mflags&unix.NLM_F_DUMP_INTR != 0 {
-				failed = errTableChanged
+				interrupted = true
 			}
 			if failed == nil && len(data) >= 4 {
 				failed = fn(data[4:])
 			}
+		}
+		pieces++
+		if dump && c.pieceRead != nil {
+			c.pieceRead(family, msg, pieces)
 		}
 	}
 }
@@ -238,10 +256,18 @@ func (c *nftNetlink) generation() (uint32, error) {
 	return gen, err
 }
 
-// tableSnapshot is what one consistent netlink reading found in a table.
+// tableSnapshot is what one netlink reading found in a table.
 type tableSnapshot struct {
-	// gen is the ruleset generation that the reading saw from start to end.
+	// gen is the ruleset generation when the reading started; in a snapshot that
+	// nftLink.snapshot returns, one at which the table held what the reading found (the
+	// generation when the reading ended).
 	gen uint32
+	// end is the ruleset generation when the reading ended, and interrupted says whether the
+	// kernel marked any of its dumps as interrupted by a commit. Unless end is gen and the
+	// dumps were not interrupted, the reading holds the table only if no commit in between
+	// touched it (nftLink.snapshot).
+	end         uint32
+	interrupted bool
 	// chains are the table's chains, each with kernelHash of its rules.
 	chains map[string]uint64
 	// sets are the table's named sets (neither anonymous nor maps), as nft lists them.
@@ -272,18 +298,38 @@ type setRef struct {
 // errTableChanged if the ruleset changed while it read. A table that does not exist reads as
 // empty.
 func (c *nftNetlink) snapshot(family uint8, table string, seed maphash.Seed) (*tableSnapshot, error) {
+	snap, err := c.read(family, table, seed)
+	if err == nil && (snap.interrupted || snap.end != snap.gen) {
+		return nil, errTableChanged
+	}
+	return snap, err
+}
+
+// read reads the table family/table as snapshot does, but reads on when the ruleset changes:
+// the snapshot it returns has the generations at the start and end of the reading, and whether
+// the kernel marked a dump as interrupted. A table that does not exist reads as empty.
+func (c *nftNetlink) read(family uint8, table string, seed maphash.Seed) (*tableSnapshot, error) {
 	before, err := c.generation()
 	if err != nil {
 		return nil, err
 	}
 	snap := &tableSnapshot{gen: before, chains: map[string]uint64{}, shapes: map[string]chainShape{}}
+	// readOn notes an interrupted dump, whose answer is complete, and returns any other error.
+	readOn := func(err error) error {
+		if errors.Is(err, errTableChanged) {
+			snap.interrupted = true
+			return nil
+		}
+		return err
+	}
 	filter := nlAttr(nftaTable, nlString(table))
 	// Every set, by name, for the rules that name them.
 	sets, named, err := c.tableSets(family, table)
 	if errors.Is(err, unix.ENOENT) {
-		return snap, c.sameGeneration(before)
+		snap.end, err = c.generation()
+		return snap, err
 	}
-	if err != nil {
+	if err = readOn(err); err != nil {
 		return nil, err
 	}
 	snap.sets, snap.allSets = named, len(sets)
@@ -309,7 +355,7 @@ func (c *nftNetlink) snapshot(family uint8, table string, seed maphash.Seed) (*t
 		}
 		return err
 	})
-	if err != nil {
+	if err = readOn(err); err != nil {
 		return nil, fmt.Errorf("dumping the chains of %s: %w", table, err)
 	}
 	err = c.request(nftMsgGetRule, family, true, filter, func(attrs []byte) error {
@@ -319,7 +365,7 @@ func (c *nftNetlink) snapshot(family uint8, table string, seed maphash.Seed) (*t
 		}
 		h, ok := snap.chains[chain]
 		if !ok {
-			return nil // a chain created after the chain dump: the generation check fails
+			return nil // a chain created after the chain dump: the generation moved
 		}
 		var anonRefs int
 		snap.chains[chain], anonRefs, err = hashKernelRule(seed, h, exprs, udata, sets)
@@ -329,10 +375,11 @@ func (c *nftNetlink) snapshot(family uint8, table string, seed maphash.Seed) (*t
 		snap.shapes[chain] = shape
 		return err
 	})
-	if err != nil {
+	if err = readOn(err); err != nil {
 		return nil, fmt.Errorf("dumping the rules of %s: %w", table, err)
 	}
-	return snap, c.sameGeneration(before)
+	snap.end, err = c.generation()
+	return snap, err
 }
 
 // tableSets dumps the sets of family/table: every set by name, and the names of the named
@@ -399,18 +446,6 @@ func (c *nftNetlink) chainHash(family uint8, table, chain string, seed maphash.S
 		return 0, fmt.Errorf("dumping the rules of %s %s: %w", table, chain, err)
 	}
 	return h, nil
-}
-
-// sameGeneration returns errTableChanged unless the ruleset is still at generation gen.
-func (c *nftNetlink) sameGeneration(gen uint32) error {
-	after, err := c.generation()
-	if err != nil {
-		return err
-	}
-	if after != gen {
-		return errTableChanged
-	}
-	return nil
 }
 
 // kernelHashSeed is the kernel hash of a chain without rules.
@@ -481,20 +516,46 @@ func hashKernelRule(seed maphash.Seed, h uint64, exprs, udata []byte, sets map[s
 	return mh.Sum64(), anonRefs, err
 }
 
-// snapshot reads table (of netlink family) through a socket of its own, trying again, up to
-// three times in all, when the ruleset changes during the reading.
+// snapshot reads table (of netlink family) through a socket of its own. A reading during which
+// the ruleset changed stands if every commit in between was one of the link's own to a table of
+// another family (own_commits.go); otherwise snapshot tries again, up to three times in all, and
+// then fails with errTableChanged.
 func (l *nftLink) snapshot(family uint8, table string) (*tableSnapshot, error) {
 	c, err := l.open()
 	if err != nil {
 		return nil, err
 	}
 	defer c.close()
+	c.pieceRead = l.snapshotPieceRead
 	for try := 1; ; try++ {
-		snap, err := c.snapshot(family, table, l.seed)
+		snap, err := c.read(family, table, l.seed)
+		if err == nil && !l.keep(family, snap) {
+			snap, err = nil, errTableChanged
+		}
 		if err == nil || !errors.Is(err, errTableChanged) || try == 3 {
 			return snap, err
 		}
 	}
+}
+
+// keep reports whether snap, a reading of a table of netlink family, holds what the table held
+// at the end of the reading, and then sets snap.gen to that generation: when the ruleset did not
+// change during the reading, or changed only by the link's own commits to tables of other
+// families.
+func (l *nftLink) keep(family uint8, snap *tableSnapshot) bool {
+	if snap.end == snap.gen {
+		return !snap.interrupted
+	}
+	// runTracked holds l.mu from before each of its commits until it has noted it, so once
+	// snapshot holds it every tracked commit up to snap.end is in the log.
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.own.onlyOtherFamilies(family, snap.gen, snap.end) {
+		return false
+	}
+	l.keptAcrossCommits++
+	snap.gen = snap.end
+	return true
 }
 
 // generation reads the ruleset generation through a socket of its own.

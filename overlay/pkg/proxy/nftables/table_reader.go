@@ -135,6 +135,7 @@ func (r *kernelReader) readTable(ctx context.Context) (*kernelListing, error) {
 	r.observe("netlink", start)
 	if err != nil {
 		r.logger.V(2).Info("Cannot read the table over netlink; listing it as text", "err", err)
+		metrics.NFTablesSyncFallbacksTotal.WithLabelValues(string(r.family), driftDumpFailed).Inc()
 		return r.readText(ctx)
 	}
 	k := link.resolve(table, snap)
@@ -156,6 +157,10 @@ func (r *kernelReader) readTable(ctx context.Context) (*kernelListing, error) {
 	}
 	return k, nil
 }
+
+// driftDumpFailed is the reason, in kubeproxy_sync_proxy_rules_nftables_fallbacks_total, of a
+// drift check that could not read the table over netlink and listed it as text.
+const driftDumpFailed = "drift_dump_failed"
 
 // observe records how long a drift check's read from source took, since start.
 func (r *kernelReader) observe(source string, start time.Time) {
@@ -206,7 +211,9 @@ func nftFamilyOf(family v1.IPFamily) string {
 }
 
 // parseListing reads `nft [-t] list table` output: it hashes the rules of each chain and
-// collects the names of the named sets.
+// collects the names of the named sets. The names it keeps are copies: a part of listing would
+// keep all of it alive for as long as the listing, or a chain memory's held table copied from
+// it, is kept.
 func parseListing(listing string) *kernelListing {
 	k := &kernelListing{chains: map[string]uint64{}, listedSets: true}
 	chain := ""
@@ -215,10 +222,10 @@ func parseListing(listing string) *kernelListing {
 		switch {
 		case chain == "" && strings.HasPrefix(trimmed, "chain ") && strings.HasSuffix(trimmed, " {"):
 			chain = strings.TrimSuffix(strings.TrimPrefix(trimmed, "chain "), " {")
-			chain = strings.Trim(chain, `"`)
+			chain = strings.Clone(strings.Trim(chain, `"`))
 			k.chains[chain] = fnvOffset64
 		case chain == "" && strings.HasPrefix(trimmed, "set ") && strings.HasSuffix(trimmed, " {"):
-			k.sets = append(k.sets, strings.Trim(strings.TrimSuffix(strings.TrimPrefix(trimmed, "set "), " {"), `"`))
+			k.sets = append(k.sets, strings.Clone(strings.Trim(strings.TrimSuffix(strings.TrimPrefix(trimmed, "set "), " {"), `"`)))
 		case chain != "" && trimmed == "}":
 			chain = ""
 		case chain != "" && trimmed != "":
