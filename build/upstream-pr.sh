@@ -35,9 +35,11 @@ export GIT_AUTHOR_DATE="@$SOURCE_DATE_EPOCH +0000" GIT_COMMITTER_DATE="@$SOURCE_
 
 "$here/check-features.sh"
 
-# body PATCH prints the commit message body of a format-patch file.
+# body PATCH prints the commit message body of a format-patch file, without the sections that
+# say when this repository drops the patch (from "Upstream PR, Issue, KEP, etc. links:" on).
 body() {
-	awk 'BEGIN{h=1} h && /^$/ {h=0; next} !h && /^---$/ {exit} !h {print}' "$1"
+	awk 'BEGIN{h=1} h && /^$/ {h=0; next} !h && (/^---$/ || /^Upstream PR, Issue, KEP, etc\. links:$/) {exit} !h {print}' "$1" |
+		sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
 }
 
 log "building the series in $out/work"
