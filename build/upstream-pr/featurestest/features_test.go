@@ -6,16 +6,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
 
-// repoRoot is the repository's top directory.
+// repoRoot is the repository's top directory; go test runs in this package's directory.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "../../.."))
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 // copyTree copies the regular files under src to dst, keeping their relative paths.
@@ -70,6 +72,17 @@ func checkFeatures(t *testing.T, dir string) (string, error) {
 	return string(out), err
 }
 
+// addFeatures appends lines to the copy's features.txt.
+func addFeatures(t *testing.T, dir, lines string) {
+	t.Helper()
+	f := filepath.Join(dir, "build/upstream-pr/features.txt")
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "build/upstream-pr/features.txt", string(b)+lines)
+}
+
 // write creates file rel under dir with text.
 func write(t *testing.T, dir, rel, text string) {
 	t.Helper()
@@ -107,27 +120,20 @@ func TestCheckFeaturesFails(t *testing.T) {
 	}, {
 		name: "feature names a missing overlay path",
 		change: func(t *testing.T, dir string) {
-			f := filepath.Join(dir, "build/upstream-pr/features.txt")
-			b, _ := os.ReadFile(f)
-			write(t, dir, "build/upstream-pr/features.txt", string(b)+"extra | kube-proxy: extra | | pkg/gone.go\n")
+			addFeatures(t, dir, "extra | kube-proxy: extra | | pkg/gone.go\n")
 		},
 		want: "feature extra: overlay/pkg/gone.go does not exist",
 	}, {
 		name: "feature names a missing patch",
 		change: func(t *testing.T, dir string) {
-			f := filepath.Join(dir, "build/upstream-pr/features.txt")
-			b, _ := os.ReadFile(f)
-			write(t, dir, "build/upstream-pr/features.txt", string(b)+"extra | kube-proxy: extra | 0098 |\n")
+			addFeatures(t, dir, "extra | kube-proxy: extra | 0098 |\n")
 		},
 		want: "feature extra: no patch 0098",
 	}, {
 		name: "overlay file in two features",
 		change: func(t *testing.T, dir string) {
 			write(t, dir, "overlay/pkg/proxy/twice/twice.go", "package twice\n")
-			f := filepath.Join(dir, "build/upstream-pr/features.txt")
-			b, _ := os.ReadFile(f)
-			write(t, dir, "build/upstream-pr/features.txt", string(b)+
-				"one | kube-proxy: one | | pkg/proxy/twice\ntwo | kube-proxy: two | | pkg/proxy/twice/twice.go\n")
+			addFeatures(t, dir, "one | kube-proxy: one | | pkg/proxy/twice\ntwo | kube-proxy: two | | pkg/proxy/twice/twice.go\n")
 		},
 		want: "overlay/pkg/proxy/twice/twice.go is in features one and two",
 	}} {
