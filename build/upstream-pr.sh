@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# upstream-pr.sh PRISTINE PATCHED writes the upstream pull request (make upstream-pr):
+# upstream-pr.sh PRISTINE PATCHED writes the upstream pull request (make upstream-pr) against
+# PRISTINE's tag (a second line's into _output/upstream/TAG/):
 #   _output/upstream/series/*.patch  a git format-patch series against the pinned tag, one commit
 #                                    per feature of build/upstream-pr/features.txt, each combining
 #                                    that feature's patches with its overlay files and tests;
@@ -25,7 +26,9 @@ pristine=$(realpath "$1") patched=$(realpath "$2")
 [ -f "$pristine/.upstream-tag" ] && [ -f "$patched/.upstream-tag" ] || die "assemble the trees first (make tree)"
 tag=$(cat "$pristine/.upstream-tag")
 root=$(cd "$here/.." && pwd)
-out=$root/_output/upstream
+# The default line's series goes to _output/upstream, a second line's (make upstream-pr
+# UPSTREAM=TAG) to _output/upstream/TAG, built with that line's overrides from patches/TAG/.
+if [ "$tag" = "$(pinned_tag "$root")" ]; then out=$root/_output/upstream; else out=$root/_output/upstream/$tag; fi
 features=$here/upstream-pr/features.txt
 
 : "${SOURCE_DATE_EPOCH:=$(tag_epoch "$root" "$tag")}"
@@ -58,6 +61,7 @@ while IFS='|' read -r slug subject nums paths; do
 	printf 'UPSTREAM: 139513: %s\n\n' "$subject" > "$msg"
 	for n in $nums; do
 		f=$(ls "$root/patches/$n"-*.patch)
+		[ ! -f "$root/patches/$tag/$(basename "$f")" ] || f=$root/patches/$tag/$(basename "$f")
 		git apply --index "$f" || die "feature $slug: $(basename "$f") does not apply"
 		body "$f" >> "$msg"
 		echo >> "$msg"
