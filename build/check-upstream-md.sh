@@ -5,7 +5,12 @@
 #     "<!-- BEGIN MODULE HASHES TAG -->" and "<!-- END MODULE HASHES TAG -->") those in
 #     patches/TAG/go.sum (--write regenerates them all);
 #   - its patch table must name every file in patches/ and every per-line override in
-#     patches/TAG/ (as `TAG/NAME.patch`), and nothing else.
+#     patches/TAG/ (as `TAG/NAME.patch`), and nothing else;
+#   - each patch's header says its fate and agrees with its row: the subject starts
+#     "UPSTREAM: <carry>:" or "UPSTREAM: N:" (N an upstream issue or PR that the row's links
+#     name as #N), and the message carries the EKS-D style sections
+#     "Upstream PR, Issue, KEP, etc. links:" and "Kubernetes version this patch can be dropped:",
+#     each one "* " item equal to the row's "upstream issue / PR" and "drop when" cells.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -61,5 +66,43 @@ if [ "$listed" != "$present" ]; then
 	diff <(echo "$listed") <(echo "$present") >&2 || true
 	fail=1
 fi
-[ $fail -eq 0 ] && echo "UPSTREAM.md matches go.sum, $(( ${#lines[@]} - 1 )) second line(s) and patches/"
+# section PATCH TITLE prints the item under the line TITLE in PATCH's message, on one line.
+section() {
+	awk -v t="$2" 'BEGIN { h = 1 } h && /^$/ { h = 0; next } h { next } /^---$/ { exit }
+		$0 == t { s = 1; next } s && /^$/ { exit } s { print }' "$1" |
+		sed 's/^\* //' | tr -s ' \n' ' ' | sed 's/^ //; s/ $//'
+}
+# cell NAME K prints cell K (counted from the end: 1 is the last) of NAME's row in the table.
+cell() {
+	grep -F "| \`$1\` |" "$md" | awk -F' [|] ' -v k="$2" '{ c = $(NF - k + 1); sub(/ ?[|]$/, "", c); print c }'
+}
+for f in $present; do
+	p=patches/$f
+	subject=$(awk '/^Subject: / { s = $0; while ((getline l) > 0 && l ~ /^ /) s = s l; print s; exit }' "$p" |
+		sed 's/^Subject: \[PATCH[^]]*\] //')
+	if [[ ! $subject =~ ^UPSTREAM:\ (\<carry\>|[0-9]+):\  ]]; then
+		echo "patches/$f: the subject does not say its fate (UPSTREAM: <carry>: or UPSTREAM: N:): $subject" >&2
+		fail=1
+		continue
+	fi
+	fate=${BASH_REMATCH[1]}
+	links=$(section "$p" "Upstream PR, Issue, KEP, etc. links:")
+	drop=$(section "$p" "Kubernetes version this patch can be dropped:")
+	for s in "links|$links|2|Upstream PR, Issue, KEP, etc. links|upstream issue / PR" "drop|$drop|1|Kubernetes version this patch can be dropped|drop when"; do
+		IFS='|' read -r _ got k title col <<<"$s"
+		want=$(cell "$f" "$k")
+		if [ -z "$got" ]; then
+			echo "patches/$f: no \"$title:\" section in its header" >&2
+			fail=1
+		elif [ "$got" != "$want" ]; then
+			echo "patches/$f: \"$title:\" says \"$got\", UPSTREAM.md's $col cell \"$want\"" >&2
+			fail=1
+		fi
+	done
+	if [ "$fate" != "<carry>" ] && ! grep -qE "#$fate([^0-9]|\$)" <<<"$links"; then
+		echo "patches/$f: the subject names $fate, its links do not (#$fate): $links" >&2
+		fail=1
+	fi
+done
+[ $fail -eq 0 ] && echo "UPSTREAM.md matches go.sum, $(( ${#lines[@]} - 1 )) second line(s), patches/ and the patch headers"
 exit $fail

@@ -8,6 +8,8 @@
 #      the pristine UPSTREAM_BIN;
 #   2b. for every second upstream line (patches/<tag>/go.mod) other than TREE's, the fast
 #      check of build/check-line.sh: pins, assembled trees, go build and vet (no tests run);
+#   2c. on the default line, the upstream series (build/upstream-pr.sh): every commit builds and
+#      vets on its own; no tests, because its last commit is TREE, which step 3 tests;
 #   3. with -race, in the patched TREE: every package that holds overlay files, plus upstream's
 #      ./pkg/proxy/... and ./cmd/kube-proxy/....
 # Tests listed in conformance/known-broken.txt are skipped by name, and listed with their reason.
@@ -78,6 +80,15 @@ for m in "$root"/patches/v*/go.mod; do
 	log "second upstream line $line (fast check): pins, patched tree assembles, go build/vet"
 	"$here/check-line.sh" "$line"
 done
+
+# The upstream series (make upstream-pr) of the default line: every commit builds and vets on its
+# own. Its last commit's tree is the patched tree (upstream-pr.sh checks that), whose tests step 3
+# runs, so it runs no tests itself; it builds as build/build.sh does, so the commits reuse
+# make build's compilation.
+if [ "$(cat "$tree/.upstream-tag")" = "$(pinned_tag "$root")" ]; then
+	log "upstream series (make upstream-pr): every commit builds and vets on its own"
+	UPSTREAM_PR_TESTS=0 "$here/upstream-pr.sh" "$pristine" "$tree"
+fi
 
 log "upstream's own nftables proxier, for the soak's hand-overs to it"
 KUBE_PROXY_OVERLAY_SOAK_UPSTREAM=$(upstream_soak_path "$pristine")

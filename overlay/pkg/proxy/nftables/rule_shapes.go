@@ -103,18 +103,12 @@ func (proxier *Proxier) writeSetFreeEndpointDNATs(tx objectAdder, svcInfo *servi
 	}
 }
 
-// writeSetFreeEndpointJumps writes svcChain's rules for a service with session affinity: first,
-// for each endpoint, a jump to its chain when the client has affinity for it (affinityMatchRule);
-// then, for a client without affinity, a jump to one of the endpoint chains with equal
-// probability, without sets.
+// writeSetFreeEndpointJumps writes svcChain's rules for a service with session affinity that
+// send a client without affinity to one of the endpoint chains with equal probability, without
+// sets. They follow the rules that send a client with affinity to its endpoint's chain, which
+// writeServiceToEndpointJumps writes for both shapes.
 func (proxier *Proxier) writeSetFreeEndpointJumps(tx objectAdder, svcChain string, endpoints []proxy.Endpoint) {
-	n := usableEndpoints(endpoints)
-	for _, ep := range endpoints {
-		if epInfo, ok := ep.(*endpointInfo); ok {
-			tx.Add(&knftables.Rule{Chain: svcChain, Rule: proxier.affinityMatchRule(epInfo)})
-		}
-	}
-	i := 0
+	n, i := usableEndpoints(endpoints), 0
 	for _, ep := range endpoints {
 		if epInfo, ok := ep.(*endpointInfo); ok {
 			tx.Add(&knftables.Rule{Chain: svcChain, Rule: pick(i, n, "goto "+epInfo.chainName)})
