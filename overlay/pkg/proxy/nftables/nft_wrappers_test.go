@@ -111,6 +111,8 @@ type checkedNFT struct {
 	failListing string
 	// trace, when set, is shown each transaction before it runs, with its number.
 	trace func(n int, tx *knftables.Transaction)
+	// lastErr is the error of the last transaction that the kernel refused.
+	lastErr error
 }
 
 func (c *checkedNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
@@ -124,6 +126,7 @@ func (c *checkedNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
 		}
 	}
 	if err := c.Interface.Run(ctx, tx); err != nil {
+		c.lastErr = err
 		return err
 	}
 	if c.after != nil {

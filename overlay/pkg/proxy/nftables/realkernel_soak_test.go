@@ -552,7 +552,7 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 		}
 		if err != nil {
 			if checked.refuse == nil && (checked.failListing == "" || checked.failListing == clientAffinitySet) {
-				s.violation("the sync failed with no failure injected: %v", err)
+				s.violation("the sync failed with no failure injected: %v (the kernel's last refusal: %v)", err, checked.lastErr)
 			}
 			continue
 		}

@@ -283,6 +283,44 @@ func removeServicesInCuts(t *testing.T, maxOps int) {
 	}
 }
 
+// TestRealKernelStaleChainsOfADeletedTable: a Service's chains go stale (flushed, to be deleted
+// a second later); then the whole table is deleted behind kube-proxy's back and a full sync
+// writes it again, without them. The partial syncs after that must not flush or delete those
+// chains, which are no longer there: the kernel would refuse the whole transaction (the soak's
+// seed 62 found every partial sync after such a repair failing once).
+func TestRealKernelStaleChainsOfADeletedTable(t *testing.T) {
+	_, run, fp := checkedProxier(t, 0)
+	twoPortServices(fp, 1, 3, 1)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	fp.OnServiceDelete(makeTestService("ns", "svc3", func(svc *v1.Service) {
+		svc.Spec.ClusterIP = "172.30.4.3"
+		svc.Spec.Ports = []v1.ServicePort{{Name: "a", Port: 80, Protocol: v1.ProtocolTCP}, {Name: "b", Port: 81, Protocol: v1.ProtocolTCP}}
+	}))
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	if len(fp.staleChains) == 0 {
+		t.Fatal("deleting svc3 left no stale chains; the test needs some")
+	}
+	run("delete", "table", "ip", kubeProxyTable)
+	fp.needFullSync = true
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatalf("the full sync after the table was deleted: %v", err)
+	}
+	for chain := range fp.staleChains {
+		t.Errorf("stale chain %s is not in the table any more, but the proxier still means to delete it", chain)
+	}
+	twoPortServices(fp, 1, 2, 2) // new endpoints: a partial sync
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatalf("the partial sync after the repair: %v", err)
+	}
+	if routed := routedPorts(t, run); routed["172.30.4.1"] != "tcp/80,tcp/81" || routed["172.30.4.3"] != "" {
+		t.Errorf("routed %v, want svc1 on both ports and svc3 gone", routed)
+	}
+}
+
 // TestRealKernelFailedListingAndCommit fails the read of service-ips in a full sync (which then
 // flushes the map and refills it) and the second commit of that sync: no Service may be left
 // out of service-ips, as none could be with upstream's one transaction.

@@ -188,7 +188,9 @@ type servicePortStage struct {
 	// existingChains and existingAffinitySets (walkAll) are the ones listed in the table;
 	// clientAffinityListed is set when the listing holds the shared affinity set.
 	existingChains, existingAffinitySets sets.Set[string]
-	clientAffinityListed                 bool
+	// chainsListed is set when existingChains is the table's (the listing succeeded).
+	chainsListed         bool
+	clientAffinityListed bool
 	// legacyAffinityListed is set when the listing holds the shared affinity set under the
 	// name earlier versions gave it.
 	legacyAffinityListed bool
@@ -302,6 +304,7 @@ func (st *servicePortStage) listExisting() {
 			st.existingChains.Insert(chain)
 		}
 		st.noteListedSets(k.sets)
+		st.chainsListed = true
 		return
 	}
 	all, err := st.proxier.nftables.ListAll(context.TODO())
@@ -311,6 +314,7 @@ func (st *servicePortStage) listExisting() {
 	}
 	st.existingChains.Insert(all["chain"]...)
 	st.noteListedSets(all["set"])
+	st.chainsListed = true
 }
 
 // noteListedSets notes, of the table's listed named sets, the per-endpoint affinity sets, and

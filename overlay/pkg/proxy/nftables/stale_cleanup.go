@@ -214,9 +214,18 @@ func (s *txSplitter) write(tx *knftables.Transaction, ops []cleanupOp) {
 }
 
 // cleanupAll collects the clean-up of a walkAll sync: whatever the table holds and this sync
-// did not generate is stale.
+// did not generate is stale. A stale chain that the listing does not show (the table was
+// deleted or replaced behind kube-proxy's back) is forgotten: a later sync must not flush or
+// delete a chain that is not there, which would fail its whole transaction.
 func (st *servicePortStage) cleanupAll(c *staleCleanup) {
 	proxier := st.proxier
+	if st.chainsListed {
+		for chain := range proxier.staleChains {
+			if !st.existingChains.Has(chain) {
+				delete(proxier.staleChains, chain)
+			}
+		}
+	}
 	for _, chain := range sets.List(st.existingChains) {
 		if !isServiceChainName(chain) {
 			continue
