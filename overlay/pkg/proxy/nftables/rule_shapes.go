@@ -107,11 +107,11 @@ func (proxier *Proxier) writeSetFreeEndpointDNATs(tx objectAdder, svcInfo *servi
 // for each endpoint, a jump to its chain when the client has affinity for it (affinityMatchRule);
 // then, for a client without affinity, a jump to one of the endpoint chains with equal
 // probability, without sets.
-func (proxier *Proxier) writeSetFreeEndpointJumps(tx objectAdder, svcChain string, endpoints []proxy.Endpoint) {
+func (proxier *Proxier) writeSetFreeEndpointJumps(tx *servicePortRecorder, svcChain string, endpoints []proxy.Endpoint) {
 	n := usableEndpoints(endpoints)
 	for _, ep := range endpoints {
 		if epInfo, ok := ep.(*endpointInfo); ok {
-			tx.Add(&knftables.Rule{Chain: svcChain, Rule: proxier.affinityMatchRule(epInfo)})
+			tx.Add(&knftables.Rule{Chain: svcChain, Rule: tx.affinityMatchRule(epInfo)})
 		}
 	}
 	i := 0
