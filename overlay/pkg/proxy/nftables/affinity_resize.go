@@ -70,19 +70,20 @@ var affinityResizes sync.Map
 
 // affinityResizing returns how the kernel behind the proxier's nftables interface resizes the
 // shared affinity set: probed on the first call, remembered after. When the probe fails, it logs
-// and returns resizeByReplacing, which is correct on every kernel, and probes again next time.
-func (proxier *Proxier) affinityResizing() affinityResizing {
+// and returns resizeByReplacing, which is correct on every kernel, and probed false: the next
+// call probes again.
+func (proxier *Proxier) affinityResizing() (r affinityResizing, probed bool) {
 	key := any(proxier.nftables)
 	memo := key != nil && reflect.TypeOf(key).Comparable()
 	if memo {
 		if r, ok := affinityResizes.Load(key); ok {
-			return r.(affinityResizing)
+			return r.(affinityResizing), true
 		}
 	}
 	r, err := proxier.probeAffinityResize(context.TODO())
 	if err != nil {
-		proxier.logger.Error(err, "Cannot probe whether the kernel resizes nftables sets; the session-affinity set gets a new name for each size")
-		return resizeByReplacing
+		proxier.logger.Error(err, "Cannot probe whether the kernel resizes nftables sets; the session-affinity set gets a new name for each size until a full sync probes again")
+		return resizeByReplacing, false
 	}
 	if r == resizeByReplacing {
 		proxier.logger.Info("The kernel keeps a set's size when the set is added again: the session-affinity set is replaced when the size it needs changes")
@@ -90,7 +91,7 @@ func (proxier *Proxier) affinityResizing() affinityResizing {
 	if memo {
 		affinityResizes.Store(key, r)
 	}
-	return r
+	return r, true
 }
 
 // probeAffinityResize finds out whether the kernel resizes an existing set: in the proxier's
@@ -168,21 +169,31 @@ func isClientAffinitySetName(name string) bool {
 // ports with ClientIP affinity have endpoints endpoints: what a fresh kube-proxy would write,
 // except in a partial sync that finds the set under another name (on a kernel that replaces
 // sets, or after a failed probe): that sync goes on with the set it finds, whose rules it
-// cannot all re-write, and asks for a full sync (affinityReplaceDue).
+// cannot all re-write, and asks for a full sync (affinityReplaceDue). A sync whose probe
+// failed asks for one too, which probes again.
 func (st *servicePortStage) planClientAffinity(endpoints int) {
 	proxier := st.proxier
 	st.affinitySize, st.affinitySet = affinitySetSize(endpoints), clientAffinitySet
-	if !proxier.sharedAffinity() {
+	if !proxier.sharedAffinity() || endpoints == 0 {
+		st.keepKnownAffinitySet(false)
 		return
 	}
-	if endpoints > 0 && proxier.affinityResizing() == resizeByReplacing {
+	resizing, probed := proxier.affinityResizing()
+	if resizing == resizeByReplacing {
 		st.affinitySet = sizedAffinitySetName(st.affinitySize)
 	}
+	st.affinityReplaceDue = !probed
+	st.keepKnownAffinitySet(true)
+}
+
+// keepKnownAffinitySet makes a partial sync keep the shared set it knows when the set needs
+// another name: the next sync, full, replaces it (due, when the sync has affinity endpoints).
+func (st *servicePortStage) keepKnownAffinitySet(due bool) {
 	known := st.state.affinitySet
 	if st.walkAll || known == "" || known == st.affinitySet {
 		return
 	}
 	st.affinitySet, st.affinitySize = known, st.state.affinitySize
 	// Without affinity endpoints there is nothing to resize: the set goes with its last rule.
-	st.affinityReplaceDue = endpoints > 0
+	st.affinityReplaceDue = st.affinityReplaceDue || due
 }

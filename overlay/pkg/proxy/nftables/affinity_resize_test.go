@@ -43,8 +43,8 @@ func TestAffinityResizeProbe(t *testing.T) {
 			} else {
 				fp.nftables = resizingFake{nft}
 			}
-			if got := fp.affinityResizing(); got != c.want {
-				t.Errorf("probe: %d, want %d", got, c.want)
+			if got, probed := fp.affinityResizing(); got != c.want || !probed {
+				t.Errorf("probe: %d (probed %v), want %d", got, probed, c.want)
 			}
 			if nft.Table == nil || nft.Table.Comment == nil {
 				t.Error("the probe did not add kube-proxy's table as setupNFTables does")
@@ -56,7 +56,7 @@ func TestAffinityResizeProbe(t *testing.T) {
 				if runs != 4 {
 					t.Errorf("the probe committed %d transactions, want 4", runs)
 				}
-				if got := fp.affinityResizing(); got != c.want || kept.runs != runs {
+				if got, _ := fp.affinityResizing(); got != c.want || kept.runs != runs {
 					t.Errorf("second call: %d after %d more transactions, want %d and none", got, kept.runs-runs, c.want)
 				}
 			}
@@ -238,6 +238,27 @@ func TestIsClientAffinitySetName(t *testing.T) {
 	} {
 		if got := isClientAffinitySetName(name); got != want {
 			t.Errorf("isClientAffinitySetName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestAffinityProbeFailure: when the probe's first commit fails, the sync goes on with the
+// sized name, which is right on every kernel, and asks for a full sync; that sync probes again
+// and, on a kernel that resizes sets, replaces the sized set with clientAffinitySet.
+func TestAffinityProbeFailure(t *testing.T) {
+	nft, fp := NewFakeProxier(v1.IPv4Protocol)
+	fp.nftables = &recordingNFT{Fake: nft, failAt: 1}
+	svcs, epSlices := affinityServices(1, 3)
+	makeServiceMap(fp, svcs...)
+	populateEndpointSlices(fp, epSlices...)
+	kept := &keptSizeFake{Fake: nft}
+	for _, want := range []string{"affinity-clients-1048576", clientAffinitySet} {
+		if err := fp.syncProxyRules(); err != nil {
+			t.Fatal(err)
+		}
+		checkSharedSet(t, kept, want, 1<<20, "sync with "+want)
+		if dueAfter := want != clientAffinitySet; fp.needFullSync != dueAfter {
+			t.Errorf("sync with %s: a full sync due: %v, want %v", want, fp.needFullSync, dueAfter)
 		}
 	}
 }

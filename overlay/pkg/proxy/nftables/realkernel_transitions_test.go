@@ -422,7 +422,8 @@ func TestRealKernelAffinitySetResized(t *testing.T) {
 	useKernel(fp, real)
 	frozenClock(fp)
 	setShapeTestService(t, fp, v1.IPv4Protocol, 10, true)
-	inPlace := fp.affinityResizing() == resizeInPlace
+	resizing, _ := fp.affinityResizing()
+	inPlace := resizing == resizeInPlace
 	t.Logf("the kernel resizes sets in place: %v", inPlace)
 	before := sharedAffinitySetOf(t, real)
 	set := func() string { return run("list", "set", "ip", kubeProxyTable, sharedAffinitySetOf(t, real)) }
