@@ -96,6 +96,17 @@ func sharedSets(nft *keptSizeFake) map[string]uint64 {
 
 var affinityRuleSet = regexp.MustCompile(`@(affinity-clients\S*)`)
 
+// sizedAffinityRef finds a reference to the shared affinity set under a sized name.
+var sizedAffinityRef = regexp.MustCompile(`@` + clientAffinitySet + `-[0-9]+\b`)
+
+// unsizedAffinityRefs returns text with every reference to the shared affinity set under a
+// sized name made one to clientAffinitySet: which name the set has is the proxier's choice for
+// the kernel (affinity_resize.go), so tests that compare a kernel's rules with those that a
+// fake-backed kube-proxy wrote compare them so.
+func unsizedAffinityRefs(text string) string {
+	return sizedAffinityRef.ReplaceAllString(text, "@"+clientAffinitySet)
+}
+
 // checkSharedSet checks that nft's table holds the one shared affinity set want, of the size
 // its name carries, that every affinity rule names it, and that no commit so far left a rule
 // naming a set that was not there.

@@ -45,13 +45,6 @@ type tableGraph struct {
 	dynamic map[string]bool        // sets that packets fill (affinity): their elements are not state
 }
 
-// sizedAffinitySetRef finds a rule's reference to the shared affinity set under a sized name
-// (affinity_resize.go). A Service's state names the shared set as clientAffinitySet: which of
-// its names a rule uses is the proxier's choice for the kernel, and a partial sync on a kernel
-// that keeps set sizes writes the name it finds (the full sync that follows replaces it); the
-// kernel refuses a rule that names a set it does not hold.
-var sizedAffinitySetRef = regexp.MustCompile(`"@` + clientAffinitySet + `-[0-9]+"`)
-
 // parseTableGraph parses `nft -j list table` output.
 func parseTableGraph(t *testing.T, listing string) tableGraph {
 	t.Helper()
@@ -75,8 +68,11 @@ func parseTableGraph(t *testing.T, listing string) tableGraph {
 				Comment string
 			}
 			_ = json.Unmarshal(raw, &r)
-			expr := sizedAffinitySetRef.ReplaceAllString(string(r.Expr), `"@`+clientAffinitySet+`"`)
-			g.rules[r.Chain] = append(g.rules[r.Chain], expr+" "+r.Comment)
+			// A Service's state names the shared affinity set as clientAffinitySet: a partial
+			// sync on a kernel that keeps set sizes writes the name it finds, which the full
+			// sync that follows replaces (affinity_resize.go); the kernel refuses a rule that
+			// names a set it does not hold.
+			g.rules[r.Chain] = append(g.rules[r.Chain], unsizedAffinityRefs(string(r.Expr))+" "+r.Comment)
 		}
 		for _, kind := range []string{"map", "set"} {
 			raw, ok := entry[kind]
