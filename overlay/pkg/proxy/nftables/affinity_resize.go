@@ -18,10 +18,10 @@ package nftables
 
 import (
 	"context"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
+	"weak"
 
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
@@ -31,8 +31,8 @@ import (
 //
 // Adding a set that exists with another size resizes it on recent kernels (6.12, 6.18), but
 // older ones (6.1, which EKS AL2023 nodes for Kubernetes 1.32 and older run) accept the
-// operation and keep the old size. The proxier probes which behaviour the kernel has, once per
-// nftables interface (probeAffinityResize), the first time a sync has Services with ClientIP
+// operation and keep the old size. The proxier probes which behaviour the kernel has, once in
+// its lifetime (probeAffinityResize), the first time a sync has Services with ClientIP
 // affinity:
 //
 //   - resizeInPlace: the set is clientAffinitySet, re-added with each new size
@@ -64,21 +64,19 @@ const (
 // kube-proxy after a rollback.
 const affinityProbeSet = "affinity-size-probe"
 
-// affinityResizes holds, for each nftables interface that a proxier writes through (each
-// kernel), the affinityResizing that its probe found. Tests store one to choose the behaviour.
+// affinityResizes holds, for each proxier (by a weak pointer, so that it holds none alive), the
+// affinityResizing that its probe found: the Proxier struct is upstream's, and the overlay
+// keeps what a proxier learns once here. Tests store one to choose the behaviour.
 var affinityResizes sync.Map
 
 // affinityResizing returns how the kernel behind the proxier's nftables interface resizes the
-// shared affinity set: probed on the first call, remembered after. When the probe fails, it logs
-// and returns resizeByReplacing, which is correct on every kernel, and probed false: the next
-// call probes again.
+// shared affinity set: probed on the proxier's first call, remembered after. When the probe
+// fails, it logs and returns resizeByReplacing, which is correct on every kernel, and probed
+// false: the next call probes again.
 func (proxier *Proxier) affinityResizing() (r affinityResizing, probed bool) {
-	key := any(proxier.nftables)
-	memo := key != nil && reflect.TypeOf(key).Comparable()
-	if memo {
-		if r, ok := affinityResizes.Load(key); ok {
-			return r.(affinityResizing), true
-		}
+	key := weak.Make(proxier)
+	if r, ok := affinityResizes.Load(key); ok {
+		return r.(affinityResizing), true
 	}
 	r, err := proxier.probeAffinityResize(context.TODO())
 	if err != nil {
@@ -88,9 +86,7 @@ func (proxier *Proxier) affinityResizing() (r affinityResizing, probed bool) {
 	if r == resizeByReplacing {
 		proxier.logger.Info("The kernel keeps a set's size when the set is added again: the session-affinity set is replaced when the size it needs changes")
 	}
-	if memo {
-		affinityResizes.Store(key, r)
-	}
+	affinityResizes.Store(key, r)
 	return r, true
 }
 
@@ -100,9 +96,17 @@ func (proxier *Proxier) affinityResizing() (r affinityResizing, probed bool) {
 // probe cut short left), adds it again with size 2, and adds two elements. The kernel refuses
 // the second element (the set is full) when it kept size 1. It deletes the set in the end. It
 // commits three transactions (four when the kernel kept the size), through runTracked so that
-// the drift check knows them for the proxier's own.
+// the drift check knows them for the proxier's own; each deletes something, so that it surely
+// commits (certainlyCommits) and the drift check need not suspect someone else's commit.
 func (proxier *Proxier) probeAffinityResize(ctx context.Context) (affinityResizing, error) {
 	set := func(size uint64) *knftables.Set { return proxier.clientAffinitySetObject(affinityProbeSet, size) }
+	addr := "192.0.2."
+	if proxier.nftFamily() == "ip6" {
+		addr = "2001:db8::"
+	}
+	elem := func(host string) *knftables.Element {
+		return &knftables.Element{Set: affinityProbeSet, Key: []string{addr + host, "0", "0"}}
+	}
 	run := func(ops func(tx *knftables.Transaction)) error {
 		tx := proxier.nftables.NewTransaction()
 		ops(tx)
@@ -120,18 +124,18 @@ func (proxier *Proxier) probeAffinityResize(ctx context.Context) (affinityResizi
 	if err != nil {
 		return 0, err
 	}
-	if err := run(func(tx *knftables.Transaction) { tx.Add(set(2)) }); err != nil {
+	err = run(func(tx *knftables.Transaction) {
+		tx.Add(set(2))
+		tx.Add(elem("1"))
+		tx.Delete(elem("1"))
+	})
+	if err != nil {
 		run(dropSet) //nolint:errcheck // the probe's error is the one to report
 		return 0, err
 	}
-	addr := "192.0.2."
-	if proxier.nftFamily() == "ip6" {
-		addr = "2001:db8::"
-	}
 	err = run(func(tx *knftables.Transaction) {
-		for _, host := range []string{"1", "2"} {
-			tx.Add(&knftables.Element{Set: affinityProbeSet, Key: []string{addr + host, "0", "0"}})
-		}
+		tx.Add(elem("1"))
+		tx.Add(elem("2"))
 		tx.Delete(set(2))
 	})
 	if err == nil {

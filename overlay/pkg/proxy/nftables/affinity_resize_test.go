@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"weak"
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
@@ -28,7 +29,7 @@ import (
 
 // TestAffinityResizeProbe: the probe tells a kernel that resizes a set in place (resizingFake)
 // from one that keeps the old size (keptSizeFake), leaves no probe set behind, and runs once
-// per nftables interface.
+// per proxier.
 func TestAffinityResizeProbe(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -64,10 +65,10 @@ func TestAffinityResizeProbe(t *testing.T) {
 	}
 }
 
-// knownResizing records r as the probed resize behaviour of fp's kernel (its nftables
-// interface), so that fp does not probe.
+// knownResizing records r as the probed resize behaviour of fp's kernel, so that fp does not
+// probe.
 func knownResizing(fp *Proxier, r affinityResizing) {
-	affinityResizes.Store(fp.nftables, r)
+	affinityResizes.Store(weak.Make(fp), r)
 }
 
 // keptSizeProxier returns a proxier over a keptSizeFake, with transactions of at most maxOps
