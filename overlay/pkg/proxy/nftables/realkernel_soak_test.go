@@ -430,6 +430,7 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 		linkKernel(t, fp, real)
 		fp.maxTransactionOps = 10 + r.IntN(40)
 		fp.upstreamRuleShapes = upstreamShapes
+		soakAffinityResizing(fp)
 		cluster.load(fp)
 		return fp
 	}
@@ -542,6 +543,7 @@ func (s *soak) expect(refReal knftables.Interface, refRun func(args ...string) s
 	useKernel(ref, refReal)
 	frozenClock(ref)
 	ref.upstreamRuleShapes = upstreamShapes
+	soakAffinityResizing(ref)
 	s.cluster.load(ref)
 	if err := ref.syncProxyRules(); err != nil {
 		s.t.Fatalf("soak seed %d step %d: the fresh kube-proxy's sync failed: %v", s.seed, s.step, err)
@@ -561,6 +563,15 @@ func (s *soak) allowStates(states map[string]string) {
 			s.states[name] = map[string]bool{"": true}
 		}
 		s.states[name][state] = true
+	}
+}
+
+// soakAffinityResizing makes fp replace the shared affinity set for each new size, as on a
+// kernel that keeps set sizes (6.1), when KUBE_PROXY_OVERLAY_SOAK_AFFINITY=replace: the soak
+// then walks that behaviour on any kernel. Otherwise fp probes its kernel.
+func soakAffinityResizing(fp *Proxier) {
+	if os.Getenv("KUBE_PROXY_OVERLAY_SOAK_AFFINITY") == "replace" {
+		knownResizing(fp, resizeByReplacing)
 	}
 }
 
