@@ -48,7 +48,9 @@ import (
 // key's concatenation, but takes this expression, and lists it back in the same form. The set
 // is added once per sync, in the first transaction that writes a rule using it
 // (ensureClientAffinity), so the kernel's cost per Service stays flat, and a table without
-// affinity has no such set.
+// affinity has no such set. Its size follows the affinity endpoints (affinitySetSize): in place
+// where the kernel resizes sets, by replacing it where the kernel keeps a set's size
+// (affinity_resize.go).
 //
 // Semantics stay upstream's: a client is sent to the endpoint it used within the timeout,
 // whichever service IP or port it came in on, and an endpoint that goes away takes its clients'
@@ -57,7 +59,8 @@ import (
 // per-endpoint sets (and deletes the shared one).
 
 const (
-	// clientAffinitySet is the shared session-affinity set. Its name starts with upstream's
+	// clientAffinitySet is the shared session-affinity set (or the start of its name, on
+	// kernels that keep a set's size: sizedAffinitySetName). Its name starts with upstream's
 	// "affinity-", so that upstream's kube-proxy, after a rollback, deletes it with the other
 	// affinity sets that it does not use (after flushing the chains that name it), but has no
 	// "/", as every per-endpoint set's name has.
@@ -109,21 +112,23 @@ func (proxier *Proxier) affinityKey(setName string) string {
 }
 
 // affinityMatchRule returns the service chain's rule that sends a client with affinity for
-// epInfo to its endpoint chain.
-func (proxier *Proxier) affinityMatchRule(epInfo *endpointInfo) string {
+// epInfo to its endpoint chain, naming the sync's shared set (r.affinitySet).
+func (r *servicePortRecorder) affinityMatchRule(epInfo *endpointInfo) string {
+	proxier := r.proxier
 	if !proxier.sharedAffinity() {
 		return proxier.nftFamily() + " saddr @" + epInfo.affinitySetName + " goto " + epInfo.chainName
 	}
-	return proxier.affinityKey(epInfo.affinitySetName) + " @" + clientAffinitySet + " goto " + epInfo.chainName
+	return proxier.affinityKey(epInfo.affinitySetName) + " @" + r.affinitySet + " goto " + epInfo.chainName
 }
 
 // affinityUpdateRule returns the endpoint chain's rule that records (or refreshes) the client's
-// affinity for epInfo, for the timeout of svcInfo.
-func (proxier *Proxier) affinityUpdateRule(svcInfo *servicePortInfo, epInfo *endpointInfo) string {
+// affinity for epInfo, for the timeout of svcInfo, in the sync's shared set (r.affinitySet).
+func (r *servicePortRecorder) affinityUpdateRule(svcInfo *servicePortInfo, epInfo *endpointInfo) string {
+	proxier := r.proxier
 	if !proxier.sharedAffinity() {
 		return "update @" + epInfo.affinitySetName + " { " + proxier.nftFamily() + " saddr }"
 	}
-	return "update @" + clientAffinitySet + " { " + proxier.affinityKey(epInfo.affinitySetName) +
+	return "update @" + r.affinitySet + " { " + proxier.affinityKey(epInfo.affinitySetName) +
 		" timeout " + nftTimeout(svcInfo.StickyMaxAgeSeconds()) + " }"
 }
 
@@ -173,12 +178,12 @@ func (proxier *Proxier) affinityEndpoints() int {
 	return n
 }
 
-// clientAffinitySetObject returns the shared affinity set of the proxier's family, of size
-// elements. Adding it where it exists with another size resizes it (kernels that cannot keep
-// their size: noteAffinityFill's log line says when it is full).
-func (proxier *Proxier) clientAffinitySetObject(size uint64) *knftables.Set {
+// clientAffinitySetObject returns the shared affinity set of the proxier's family, named name,
+// of size elements. Adding it where it exists with another size resizes it, on kernels that do
+// (affinity_resize.go).
+func (proxier *Proxier) clientAffinitySetObject(name string, size uint64) *knftables.Set {
 	return &knftables.Set{
-		Name:   clientAffinitySet,
+		Name:   name,
 		TypeOf: proxier.nftFamily() + " saddr . numgen random mod 2147483648 . numgen random mod 2147483648",
 		// "dynamic": the packet path adds elements. Elements carry their own timeouts.
 		Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag},
@@ -196,9 +201,9 @@ func (st *servicePortStage) ensureClientAffinity(tx *knftables.Transaction, rec 
 	}
 	for _, e := range rec.entries {
 		if _, ok := e.obj.(*knftables.Rule); ok {
-			tx.Add(st.proxier.clientAffinitySetObject(st.affinitySize))
+			tx.Add(st.proxier.clientAffinitySetObject(st.affinitySet, st.affinitySize))
 			st.clientAffinityAdded = true
-			st.state.affinitySize = st.affinitySize
+			st.state.affinitySet, st.state.affinitySize = st.affinitySet, st.affinitySize
 			return
 		}
 	}
@@ -209,13 +214,22 @@ func (st *servicePortStage) ensureClientAffinity(tx *knftables.Transaction, rec 
 // affinity endpoints change (they came or went with Services that kept their rules, or that
 // were removed), or with a size this proxier has not written (0: it started on a table whose
 // affinity rules were intact, and the set may have another kube-proxy's size). The table then
-// holds the size that a fresh kube-proxy would write; adding a set as it is changes nothing.
+// holds the size that a fresh kube-proxy would write; adding a set as it is changes nothing
+// (on a kernel that keeps a set's size, the name carries the size: planClientAffinity). A
+// walkAll sync then knows the set's name from its own rules.
 func (st *servicePortStage) resizeClientAffinity(tx *knftables.Transaction) {
+	keeps := st.state.keepsSharedAffinity()
+	if st.walkAll {
+		st.state.affinitySet = ""
+		if keeps {
+			st.state.affinitySet = st.affinitySet
+		}
+	}
 	known := st.state.affinitySize
-	if st.clientAffinityAdded || known == st.affinitySize || !st.state.keepsSharedAffinity() {
+	if st.clientAffinityAdded || known == st.affinitySize || !keeps {
 		return
 	}
-	tx.Add(st.proxier.clientAffinitySetObject(st.affinitySize))
+	tx.Add(st.proxier.clientAffinitySetObject(st.affinitySet, st.affinitySize))
 	st.state.affinitySize = st.affinitySize
 }
 
@@ -257,28 +271,28 @@ func elementAffinityID(elem *knftables.Element) (affinityID, bool) {
 	return affinityID{uint32(a), uint32(b)}, true
 }
 
-// pruneClientAffinity adds to tx the deletion of every element of the shared affinity set
+// pruneClientAffinity adds to tx the deletion of every element of the shared affinity set set
 // whose affinity ID stale reports stale, so that an endpoint that went away takes its clients'
 // affinity with it. It lists the set (a read: no commit lock). Each element is added before it
 // is deleted, in the same transaction: an element that times out between the listing and the
 // commit is then deleted all the same, rather than failing the transaction. If listing fails,
 // it logs and deletes nothing; the next full sync prunes again.
-func (proxier *Proxier) pruneClientAffinity(tx txWriter, stale func(affinityID) bool, capacity uint64) {
-	elems, err := proxier.nftables.ListElements(context.TODO(), "set", clientAffinitySet)
+func (proxier *Proxier) pruneClientAffinity(tx txWriter, set string, stale func(affinityID) bool, capacity uint64) {
+	elems, err := proxier.nftables.ListElements(context.TODO(), "set", set)
 	if err != nil {
 		if !knftables.IsNotFound(err) {
 			proxier.logger.Error(err, "Cannot list the session-affinity set; affinity of removed endpoints stays until it times out or the next full sync")
 		}
 		return
 	}
-	proxier.noteAffinityFill(len(elems), capacity)
+	proxier.noteAffinityFill(set, len(elems), capacity)
 	pruned := 0
 	for _, elem := range elems {
 		id, ok := elementAffinityID(elem)
 		if !ok || !stale(id) {
 			continue
 		}
-		el := &knftables.Element{Set: clientAffinitySet, Key: elem.Key}
+		el := &knftables.Element{Set: set, Key: elem.Key}
 		tx.Add(el)
 		tx.Delete(el)
 		pruned++
@@ -290,9 +304,11 @@ func (proxier *Proxier) pruneClientAffinity(tx txWriter, stale func(affinityID) 
 
 // cleanupAllAffinity is the affinity part of a walkAll sync's clean-up, after the stale chains
 // are flushed: it deletes the per-endpoint sets that no service port keeps (with the shared set,
-// all of them: they are upstream's, left by an upgrade), and then either prunes the shared set
-// of the endpoints that no service port keeps, or, with upstream's shapes, deletes it; either
-// only if the listing found it (a set this sync adds is empty).
+// all of them: they are upstream's, left by an upgrade), and the listed shared sets of other
+// names than this sync's (replaced: every rule that named one is re-written or flushed by
+// now), and then either prunes the sync's shared set of the endpoints that no service port
+// keeps, or, with upstream's shapes, deletes it; either only if the listing found it (a set this
+// sync adds is empty).
 func (st *servicePortStage) cleanupAllAffinity(c *staleCleanup) {
 	tx := &c.sets
 	for _, set := range sets.List(st.existingAffinitySets) {
@@ -304,10 +320,12 @@ func (st *servicePortStage) cleanupAllAffinity(c *staleCleanup) {
 		tx.Delete(&knftables.Set{Name: legacyClientAffinitySet})
 	}
 	proxier := st.proxier
-	if !proxier.sharedAffinity() {
-		if st.clientAffinityListed {
-			tx.Delete(&knftables.Set{Name: clientAffinitySet})
+	for _, set := range sets.List(st.sharedListed) {
+		if set != st.affinitySet || !proxier.sharedAffinity() {
+			tx.Delete(&knftables.Set{Name: set})
 		}
+	}
+	if !proxier.sharedAffinity() {
 		return
 	}
 	active := make(map[affinityID]bool, st.state.affinitySets.Len())
@@ -317,12 +335,13 @@ func (st *servicePortStage) cleanupAllAffinity(c *staleCleanup) {
 		}
 	}
 	switch {
-	case !st.clientAffinityListed:
+	case !st.sharedListed.Has(st.affinitySet):
 	case len(active) == 0 && !st.clientAffinityAdded:
 		// No rule uses it any more (those that did are re-written or flushed by now).
-		tx.Delete(&knftables.Set{Name: clientAffinitySet})
+		tx.Delete(&knftables.Set{Name: st.affinitySet})
 	default:
-		c.prune, c.capacity = func(id affinityID) bool { return !active[id] }, st.affinitySize
+		c.prune = func(id affinityID) bool { return !active[id] }
+		c.affinitySet, c.capacity = st.affinitySet, st.affinitySize
 	}
 }
 
@@ -345,10 +364,12 @@ func (st *servicePortStage) dropAffinity(c *staleCleanup, names []string) {
 	if !st.clientAffinityAdded && !st.state.keepsSharedAffinity() {
 		// The last Service port with affinity is gone: so is the set, as a fresh
 		// kube-proxy would not write it.
-		tx.Delete(&knftables.Set{Name: clientAffinitySet})
+		tx.Delete(&knftables.Set{Name: st.affinitySet})
+		st.state.affinitySet = ""
 		return
 	}
-	c.prune, c.capacity = func(id affinityID) bool { return stale[id] }, st.affinitySize
+	c.prune = func(id affinityID) bool { return stale[id] }
+	c.affinitySet, c.capacity = st.affinitySet, st.affinitySize
 }
 
 // keepsSharedAffinity reports whether any known service port keeps affinity in the shared set.
@@ -415,15 +436,15 @@ func (st *servicePortStage) flushesAllChainsOf(owner string, flushed sets.Set[st
 	return true
 }
 
-// noteAffinityFill records that the shared affinity set, of size capacity, holds n elements: in
-// the metrics, and, when it is full, in an error log line (new clients then get no stickiness
-// until elements time out).
-func (proxier *Proxier) noteAffinityFill(n int, capacity uint64) {
+// noteAffinityFill records that the shared affinity set set, of size capacity, holds n
+// elements: in the metrics, and, when it is full, in an error log line (new clients then get no
+// stickiness until elements time out).
+func (proxier *Proxier) noteAffinityFill(set string, n int, capacity uint64) {
 	family := string(proxier.ipFamily)
 	metrics.NFTablesAffinityElements.WithLabelValues(family).Set(float64(n))
 	metrics.NFTablesAffinityCapacity.WithLabelValues(family).Set(float64(capacity))
 	if uint64(n) >= capacity {
 		proxier.logger.Error(nil, "The shared session-affinity set is full: new clients of Services with ClientIP affinity are not sticky until elements time out",
-			"set", clientAffinitySet, "elements", n, "capacity", capacity)
+			"set", set, "elements", n, "capacity", capacity)
 	}
 }

@@ -53,7 +53,10 @@ type knownObjects struct {
 	chains, affinitySets sets.Set[string]
 	// affinitySize is the size with which the shared affinity set was last written (0:
 	// not known), so that a sync whose size differs writes it again (affinitySetSize).
+	// affinitySet is its name ("": no service port keeps the set), which a partial sync
+	// keeps (planClientAffinity).
 	affinitySize uint64
+	affinitySet  string
 	// Totals over the service ports, for the sync's log line and metrics.
 	endpoints, noLocalInternal, noLocalExternal int
 	// order is every service port, sorted, or nil when ports came or went since it was.

@@ -141,3 +141,56 @@ func (c *checkedNFT) ListElements(ctx context.Context, objectType, name string) 
 	}
 	return c.Interface.ListElements(ctx, objectType, name)
 }
+
+// keptSizeFake is knftables' fake with the behaviour of kernels such as 6.1: adding a set that
+// exists with another size keeps the old size (as the fake does), and a transaction that would
+// put more elements into a set than its size fails, as the kernel's does when the set is full.
+// It counts the elements that a transaction adds on top of those the set holds, ignoring
+// deletions (enough for sets far from full, and for the resize probe's). After each commit it
+// notes every rule that names a set or map that the table does not hold, in dangling.
+type keptSizeFake struct {
+	*knftables.Fake
+	runs     int
+	dangling []string
+}
+
+var elementAddOp = regexp.MustCompile(`(?m)^add element (\S+) (\S+) (\S+) \{`)
+
+// setReference finds the sets and maps that a rule names.
+var setReference = regexp.MustCompile(`@([^\s{}]+)`)
+
+func (f *keptSizeFake) Run(ctx context.Context, tx *knftables.Transaction) error {
+	f.runs++
+	adds := map[[3]string]int{}
+	for _, m := range elementAddOp.FindAllStringSubmatch(tx.String(), -1) {
+		adds[[3]string{m[1], m[2], m[3]}]++
+	}
+	f.RLock()
+	for k, n := range adds {
+		set := f.Tables[knftables.Family(k[0])][k[1]].Sets[k[2]]
+		if set != nil && set.Size != nil && uint64(len(set.Elements)+n) > *set.Size {
+			f.RUnlock()
+			return fmt.Errorf("could not process rule: set %s is full (size %d)", k[2], *set.Size)
+		}
+	}
+	f.RUnlock()
+	if err := f.Fake.Run(ctx, tx); err != nil {
+		return err
+	}
+	f.RLock()
+	defer f.RUnlock()
+	for _, tables := range f.Tables {
+		for _, table := range tables {
+			for _, chain := range table.Chains {
+				for _, rule := range chain.Rules {
+					for _, m := range setReference.FindAllStringSubmatch(rule.Rule, -1) {
+						if table.Sets[m[1]] == nil && table.Maps[m[1]] == nil {
+							f.dangling = append(f.dangling, fmt.Sprintf("run %d: chain %s: %s", f.runs, chain.Name, rule.Rule))
+						}
+					}
+				}
+			}
+		}
+	}
+	return nil
+}

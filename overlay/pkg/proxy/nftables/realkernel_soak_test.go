@@ -413,6 +413,9 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 		family, nftFamily, listFamily = v1.IPv6Protocol, knftables.IPv6Family, "ip6"
 	}
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	// timing draws whether a periodic full sync comes due with a step's changes. It is a
+	// stream of its own so that a seed walks the same steps as before it was added.
+	timing := rand.New(rand.NewPCG(seed^0x5bd1e995, seed))
 	real, run, netns := realNFTNetns(t, nftFamily)
 	soakedPath := os.Getenv("PATH")
 	refReal, refRun, refNetns := realNFTNetns(t, nftFamily)
@@ -435,6 +438,7 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 		linkKernel(t, fp, real)
 		fp.maxTransactionOps = 10 + r.IntN(40)
 		fp.upstreamRuleShapes = upstreamShapes
+		soakAffinityResizing(fp)
 		cluster.load(fp)
 		return fp
 	}
@@ -538,6 +542,13 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 				fp.lastFullSync = fp.now().Add(-2 * time.Hour)
 			}
 		}
+		if action < 13 || action == 21 {
+			// A change of Services or endpoints: a quarter of the time the periodic full
+			// sync is due too, and writes the change while it re-checks the whole table.
+			if timing.IntN(4) == 0 {
+				fp.lastFullSync = fp.now().Add(-2 * time.Hour)
+			}
+		}
 		s.note()
 		if s.damaged {
 			fp.lastFullSync = fp.now().Add(-2 * time.Hour) // the periodic full sync repairs
@@ -559,7 +570,9 @@ func soakWalk(t *testing.T, seed uint64, steps int) {
 		if wasFull {
 			s.damaged = false
 		}
-		if !s.damaged {
+		// A sync that leaves a full sync due (a partial one that could not replace the shared
+		// affinity set: affinity_resize.go) knows its table is not yet a fresh kube-proxy's.
+		if !s.damaged && !fp.needFullSync {
 			s.compareWithFresh()
 		}
 		s.synced()
@@ -583,6 +596,7 @@ func (s *soak) expect(refReal knftables.Interface, refRun func(args ...string) s
 	useKernel(ref, refReal)
 	frozenClock(ref)
 	ref.upstreamRuleShapes = upstreamShapes
+	soakAffinityResizing(ref)
 	s.cluster.load(ref)
 	if err := ref.syncProxyRules(); err != nil {
 		s.t.Fatalf("soak seed %d step %d: the fresh kube-proxy's sync failed: %v", s.seed, s.step, err)
@@ -602,6 +616,15 @@ func (s *soak) allowStates(states map[string]string) {
 			s.states[name] = map[string]bool{"": true}
 		}
 		s.states[name][state] = true
+	}
+}
+
+// soakAffinityResizing makes fp replace the shared affinity set for each new size, as on a
+// kernel that keeps set sizes (6.1), when KUBE_PROXY_OVERLAY_SOAK_AFFINITY=replace: the soak
+// then walks that behaviour on any kernel. Otherwise fp probes its kernel.
+func soakAffinityResizing(fp *Proxier) {
+	if os.Getenv("KUBE_PROXY_OVERLAY_SOAK_AFFINITY") == "replace" {
+		fp.affinityResize = resizeByReplacing
 	}
 }
 

@@ -17,9 +17,11 @@ limitations under the License.
 package nftables
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -498,12 +500,13 @@ func TestRealKernelLegacyAffinitySetDeleted(t *testing.T) {
 	refReal, refRun := realNFT(t, knftables.IPv4Family)
 	settle(t, newDamageTestProxier(t, refReal))
 	want := tableObjects(t, refRun, "ip")
-	if !strings.Contains(refRun("list", "table", "ip", kubeProxyTable), "set "+clientAffinitySet+" {") {
-		t.Fatalf("the damage-test cluster has no shared affinity set %s", clientAffinitySet)
+	shared := sharedAffinitySetOf(t, refReal)
+	if !strings.Contains(refRun("list", "table", "ip", kubeProxyTable), "set "+shared+" {") {
+		t.Fatalf("the damage-test cluster has no shared affinity set %s", shared)
 	}
 
 	// The same table, with the set under its old name.
-	legacy := strings.ReplaceAll(refRun("list", "table", "ip", kubeProxyTable), clientAffinitySet, legacyClientAffinitySet)
+	legacy := strings.ReplaceAll(refRun("list", "table", "ip", kubeProxyTable), shared, legacyClientAffinitySet)
 	real, run := realNFT(t, knftables.IPv4Family)
 	file := filepath.Join(t.TempDir(), "legacy.nft")
 	if err := os.WriteFile(file, []byte(legacy), 0o644); err != nil {
@@ -552,25 +555,136 @@ func TestRealKernelAffinityPruneAfterCommit(t *testing.T) {
 }
 
 // TestRealKernelAffinitySetResized: when the Services with ClientIP affinity gain endpoints, the
-// kernel's shared set grows to the size that they need (affinitySetSize), in place: the
-// affinity that clients already have stays.
+// kernel's shared set grows to the size that they need (affinitySetSize). A kernel that resizes
+// sets (6.12, 6.18) does so in place: the affinity that clients already have stays. One that
+// keeps a set's size (6.1) gets a new set of that size, under a new name, in the full sync that
+// the partial one asks for, and the old set goes.
 func TestRealKernelAffinitySetResized(t *testing.T) {
 	real, run := realNFT(t, knftables.IPv4Family)
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
 	useKernel(fp, real)
 	frozenClock(fp)
 	setShapeTestService(t, fp, v1.IPv4Protocol, 10, true)
-	set := func() string { return run("list", "set", "ip", kubeProxyTable, clientAffinitySet) }
+	resizing, _ := fp.affinityResizing()
+	inPlace := resizing == resizeInPlace
+	t.Logf("the kernel resizes sets in place: %v", inPlace)
+	before := sharedAffinitySetOf(t, real)
+	set := func() string { return run("list", "set", "ip", kubeProxyTable, sharedAffinitySetOf(t, real)) }
 	if got := set(); !strings.Contains(got, "size 1048576") {
 		t.Fatalf("10 endpoints: want size 1048576:\n%s", got)
 	}
-	run("add", "element", "ip", kubeProxyTable, clientAffinitySet, "{ 192.0.2.1 . 1 . 2 timeout 1h }")
+	run("add", "element", "ip", kubeProxyTable, before, "{ 192.0.2.1 . 1 . 2 timeout 1h }")
 	setShapeTestService(t, fp, v1.IPv4Protocol, 40, true)
+	if !inPlace {
+		if !fp.needFullSync {
+			t.Fatal("the partial sync that needs a larger set did not ask for a full sync")
+		}
+		if err := fp.syncProxyRules(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	got := set()
 	if !strings.Contains(got, "size 4194304") {
 		t.Errorf("40 endpoints: want size 4194304 (40 x 65535, rounded up):\n%s", got)
 	}
-	if !strings.Contains(got, "192.0.2.1 . 1 . 2") {
+	if inPlace && !strings.Contains(got, "192.0.2.1 . 1 . 2") {
 		t.Errorf("resizing lost the affinity that a client had:\n%s", got)
+	}
+	listing := run("list", "table", "ip", kubeProxyTable)
+	if n := regexp.MustCompile(`(?m)^\s*set affinity-clients`).FindAllString(listing, -1); len(n) != 1 {
+		t.Errorf("want one shared set, found %d:\n%s", len(n), listing)
+	}
+}
+
+// TestRealKernelAffinityResizeProbe: the probe finds what the kernel does with a set that is
+// added again with another size, as nft lists it, and leaves no set behind.
+func TestRealKernelAffinityResizeProbe(t *testing.T) {
+	real, run := realNFT(t, knftables.IPv4Family)
+	_, fp := NewFakeProxier(v1.IPv4Protocol)
+	useKernel(fp, real)
+	got, err := fp.probeAffinityResize(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sets := run("list", "sets", "ip"); strings.Contains(sets, affinityProbeSet) {
+		t.Errorf("the probe left its set:\n%s", sets)
+	}
+	run("add", "set", "ip", kubeProxyTable, "sized", "{ type ipv4_addr; size 1; }")
+	run("add", "set", "ip", kubeProxyTable, "sized", "{ type ipv4_addr; size 2; }")
+	want := resizeByReplacing
+	if strings.Contains(run("list", "set", "ip", kubeProxyTable, "sized"), "size 2") {
+		want = resizeInPlace
+	}
+	t.Logf("the kernel resizes sets in place: %v", want == resizeInPlace)
+	if got != want {
+		t.Errorf("the probe found %d, nft's listing says %d", got, want)
+	}
+}
+
+// TestRealKernelAffinitySetReplaced replaces the shared set, as on a kernel that keeps a set's
+// size (on any kernel: the behaviour is set, not probed), while small transactions re-write
+// the Services one by one. The kernel refuses to delete a set that a rule names, so the syncs
+// fail if the old set goes too early. After each full sync, the table is the one a fresh
+// kube-proxy writes.
+func TestRealKernelAffinitySetReplaced(t *testing.T) {
+	_, run, fp := checkedProxier(t, 30)
+	fp.affinityResize = resizeByReplacing
+	refReal, refRun := realNFT(t, knftables.IPv4Family)
+	small, smallSlices := affinityServices(3, 10)
+	big, bigSlices := affinityServices(3, 30)
+	type object struct {
+		svc   *v1.Service
+		slice *discovery.EndpointSlice
+	}
+	cluster := map[string]object{}
+	for _, step := range []struct {
+		name   string
+		add    []object
+		delete []string
+		want   string
+	}{
+		{"two Services of 10", []object{{small[0], smallSlices[0]}, {small[1], smallSlices[1]}}, nil, "affinity-clients-2097152"},
+		{"a third of 30", []object{{big[2], bigSlices[2]}}, nil, "affinity-clients-4194304"},
+		{"one of 10 left", nil, []string{small[1].Name, big[2].Name}, "affinity-clients-1048576"},
+	} {
+		for _, o := range step.add {
+			fp.OnServiceAdd(o.svc)
+			fp.OnEndpointSliceAdd(o.slice)
+			cluster[o.svc.Name] = o
+		}
+		for _, name := range step.delete {
+			fp.OnEndpointSliceDelete(cluster[name].slice)
+			fp.OnServiceDelete(cluster[name].svc)
+			delete(cluster, name)
+		}
+		fp.mu.Lock()
+		fp.servicesSynced, fp.endpointSlicesSynced = true, true
+		fp.mu.Unlock()
+		for i := 0; i < 2 && (i == 0 || fp.needFullSync); i++ {
+			if err := fp.syncProxyRules(); err != nil {
+				t.Fatalf("%s: sync %d: %v", step.name, i+1, err)
+			}
+		}
+		listing := run("list", "table", "ip", kubeProxyTable)
+		if got := regexp.MustCompile(`set (affinity-clients\S*) \{`).FindAllStringSubmatch(listing, -1); len(got) != 1 || got[0][1] != step.want {
+			t.Errorf("%s: shared sets %v, want only %s:\n%s", step.name, got, step.want, listing)
+		}
+
+		deleteTable(t, refReal)
+		_, ref := NewFakeProxier(v1.IPv4Protocol)
+		useKernel(ref, refReal)
+		frozenClock(ref)
+		ref.affinityResize = resizeByReplacing
+		for _, o := range cluster {
+			makeServiceMap(ref, o.svc)
+			populateEndpointSlices(ref, o.slice)
+		}
+		if err := ref.syncProxyRules(); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, fp)
+		if d := tableDiff(tableObjects(t, refRun, "ip"), tableObjects(t, run, "ip")); d != "" {
+			t.Errorf("%s: the table differs from a fresh kube-proxy's:\n%s", step.name, d)
+		}
 	}
 }

@@ -83,6 +83,8 @@ type servicePortRecorder struct {
 	elems        []elemEntry
 	chains       []string
 	affinitySets []string
+	// affinitySet is the name of the sync's shared affinity set, which affinity rules name.
+	affinitySet string
 	// endpoints counts the service port's endpoints, for the sync's log line.
 	endpoints int
 	// noLocalInternal and noLocalExternal report a Local traffic policy without local
@@ -186,18 +188,20 @@ type servicePortStage struct {
 	// had any (the workers look that up, so that the merge need not).
 	unchanged, known []bool
 	// existingChains and existingAffinitySets (walkAll) are the ones listed in the table;
-	// clientAffinityListed is set when the listing holds the shared affinity set.
-	existingChains, existingAffinitySets sets.Set[string]
+	// sharedListed are the listed shared affinity sets (isClientAffinitySetName).
+	existingChains, existingAffinitySets, sharedListed sets.Set[string]
 	// chainsListed is set when existingChains is the table's (the listing succeeded).
-	chainsListed         bool
-	clientAffinityListed bool
+	chainsListed bool
 	// legacyAffinityListed is set when the listing holds the shared affinity set under the
 	// name earlier versions gave it.
 	legacyAffinityListed bool
-	// clientAffinityAdded is set once the sync has added the shared affinity set, of
-	// affinitySize elements (affinitySetSize).
+	// clientAffinityAdded is set once the sync has added the shared affinity set, named
+	// affinitySet, of affinitySize elements (planClientAffinity). affinityReplaceDue is set
+	// when the set needs another name that this sync cannot give it: the next sync is full.
 	clientAffinityAdded bool
+	affinitySet         string
 	affinitySize        uint64
+	affinityReplaceDue  bool
 	// chainsByOwner and chainsByService index existingChains by service port (chainOwner)
 	// and by Service, once needed (indexChains).
 	chainsByOwner, chainsByService map[string][]string
@@ -222,17 +226,19 @@ type servicePortStage struct {
 // known objects move into the stage and come back only with commit, so that a failed sync
 // leaves none and the next one is walkAll.
 func (proxier *Proxier) newServicePortStage(start time.Time, fullSync bool, kernel *kernelListing, updatedServices, updatedEndpoints sets.Set[types.NamespacedName]) *servicePortStage {
-	st := &servicePortStage{proxier: proxier, start: start, kernel: kernel, state: proxier.known, affinitySize: affinitySetSize(proxier.affinityEndpoints())}
+	st := &servicePortStage{proxier: proxier, start: start, kernel: kernel, state: proxier.known}
 	proxier.known = nil
 	if fullSync || st.state == nil {
 		st.walkAll = true
 		if st.state == nil {
 			st.state = newKnownObjects()
 		}
+		st.planClientAffinity(proxier.affinityEndpoints())
 		st.ports = st.state.sortedPorts(proxier.svcPortMap)
 		st.listExisting()
 		return st
 	}
+	st.planClientAffinity(proxier.affinityEndpoints())
 	// A Service whose Service object changed may have other ports now: find them in
 	// svcPortMap. One whose EndpointSlices alone changed has the ports that the last
 	// successful sync generated for it (a failed sync leaves no known objects).
@@ -294,7 +300,7 @@ func compareServicePortNames(a, b proxy.ServicePortName) int {
 // listExisting lists the table's chains and affinity sets for a walkAll sync. If listing
 // fails, the sync goes on without them, as upstream's does: nothing is found stale.
 func (st *servicePortStage) listExisting() {
-	st.existingChains, st.existingAffinitySets = sets.New[string](), sets.New[string]()
+	st.existingChains, st.existingAffinitySets, st.sharedListed = sets.New[string](), sets.New[string](), sets.New[string]()
 	// A drift-checked full sync has just listed the table: no second listing.
 	if k := st.kernel; k != nil && k.listedSets {
 		for chain := range k.chains {
@@ -317,14 +323,14 @@ func (st *servicePortStage) listExisting() {
 	st.chainsListed = true
 }
 
-// noteListedSets notes, of the table's listed named sets, the per-endpoint affinity sets, and
-// whether the shared affinity set is there under its name or under the one earlier versions
+// noteListedSets notes, of the table's listed named sets, the per-endpoint affinity sets, the
+// shared affinity sets, and whether the shared set is there under the name earlier versions
 // gave it.
 func (st *servicePortStage) noteListedSets(names []string) {
 	for _, set := range names {
 		switch {
-		case set == clientAffinitySet:
-			st.clientAffinityListed = true
+		case isClientAffinitySetName(set):
+			st.sharedListed.Insert(set)
 		case set == legacyClientAffinitySet:
 			st.legacyAffinityListed = true
 		case isAffinitySetName(set):
@@ -372,7 +378,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	workerpool.RunOrdered(len(st.ports), st.workers(len(st.ports)), func(i int) {
 		name := st.ports[i]
 		// A service port without affinity records about ten entries.
-		rec := &servicePortRecorder{proxier: proxier, entries: make([]stageEntry, 0, 12)}
+		rec := &servicePortRecorder{proxier: proxier, affinitySet: st.affinitySet, entries: make([]stageEntry, 0, 12)}
 		rec.endpoints = len(proxier.endpointsMap[name])
 		generate(rec, name, proxier.svcPortMap[name])
 		d := &st.derived[i]
@@ -486,9 +492,18 @@ func (st *servicePortStage) updateAll() {
 }
 
 // commit makes the stage's state the proxier's known objects, after the sync's transactions
-// all succeeded.
+// all succeeded. When the shared affinity set needs a name that the sync could not give it
+// (affinityReplaceDue), it asks for a full sync, now.
 func (st *servicePortStage) commit() {
-	st.proxier.known = st.state
+	proxier := st.proxier
+	proxier.known = st.state
+	if st.affinityReplaceDue {
+		proxier.logger.V(2).Info("The session-affinity set needs another size: the next sync is a full sync, which replaces it", "set", st.affinitySet)
+		proxier.needFullSync = true
+		if proxier.syncRunner != nil {
+			proxier.syncRunner.Run()
+		}
+	}
 }
 
 // elementStorages returns the proxier's map and set element storages.

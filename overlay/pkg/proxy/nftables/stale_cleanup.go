@@ -112,8 +112,10 @@ type staleCleanup struct {
 	// committed: by then no rule can record affinity for those IDs any more, so no element
 	// added after the listing survives (upstream deletes a per-endpoint set, atomically).
 	prune func(affinityID) bool
-	// capacity is the shared affinity set's size in this sync, for the prune's fill metric.
-	capacity uint64
+	// affinitySet and capacity are the shared affinity set's name and size in this sync, for
+	// the prune and its fill metric.
+	affinitySet string
+	capacity    uint64
 }
 
 func newStaleCleanup() *staleCleanup {
@@ -178,7 +180,7 @@ func (c *staleCleanup) emit(tx *knftables.Transaction, splitter *txSplitter) *kn
 		})
 	}
 	if c.prune != nil {
-		splitter.afterCommit(splitter.proxier.pruneAfterCommit(c.prune, c.capacity))
+		splitter.afterCommit(splitter.proxier.pruneAfterCommit(c.affinitySet, c.prune, c.capacity))
 	}
 	return tx
 }
@@ -419,14 +421,14 @@ func serviceOfComment(comment string) string {
 	return svc
 }
 
-// pruneAfterCommit returns the prune of the shared affinity set (of size capacity) of the IDs
+// pruneAfterCommit returns the prune of the shared affinity set set (of size capacity) of the IDs
 // that stale reports, to run after the sync's transactions have committed: it lists the set,
 // and deletes those elements in transactions of at most the splitter's size. A failure is
 // logged: the elements then time out, and the next full sync prunes again.
-func (proxier *Proxier) pruneAfterCommit(stale func(affinityID) bool, capacity uint64) func(ctx context.Context, s *txSplitter) {
+func (proxier *Proxier) pruneAfterCommit(set string, stale func(affinityID) bool, capacity uint64) func(ctx context.Context, s *txSplitter) {
 	return func(ctx context.Context, s *txSplitter) {
 		ops := &cleanupOps{}
-		proxier.pruneClientAffinity(ops, stale, capacity)
+		proxier.pruneClientAffinity(ops, set, stale, capacity)
 		tx := proxier.nftables.NewTransaction()
 		var err error
 		commit := func() {

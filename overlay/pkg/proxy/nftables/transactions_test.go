@@ -113,12 +113,15 @@ func generationDestinations(i, generation int, port string) string {
 	return sortedList(fmt.Sprintf("10.180.%d.%d:%s, 10.180.%d.%d:%s", generation, i, port, generation, 100+i, port))
 }
 
-// newSplitTestProxier returns a fake proxier whose syncs are split at maxOps operations.
+// newSplitTestProxier returns a fake proxier whose syncs are split at maxOps operations. The
+// kernel's resize behaviour is taken as probed (affinityResize), so that the transactions
+// recorded are the syncs' own.
 func newSplitTestProxier(maxOps int) (*recordingNFT, *Proxier) {
 	nft, fp := NewFakeProxier(v1.IPv4Protocol)
 	rec := &recordingNFT{Fake: nft}
 	fp.nftables = rec
 	fp.maxTransactionOps = maxOps
+	fp.affinityResize = resizeInPlace
 	return rec, fp
 }
 
