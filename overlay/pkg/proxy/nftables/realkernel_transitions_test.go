@@ -227,18 +227,9 @@ func removeServicesInCuts(t *testing.T, maxOps int) {
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatal(err)
 	}
-	owner := func(set, plain, text string) string {
-		if m := soakOwnerPattern.FindStringSubmatch(text); m != nil {
-			return m[1]
-		}
-		if name := owners[plain]; name != "" {
-			return name
-		}
-		addr, _, _ := strings.Cut(plain, " . ")
-		return owners[addr]
-	}
+	cluster := &soakCluster{owners: owners}
 	states := func() map[string]string {
-		return parseTableGraph(t, run("-j", "list", "table", "ip", kubeProxyTable)).serviceStates(owner)
+		return parseTableGraph(t, run("-j", "list", "table", "ip", kubeProxyTable)).serviceStates(cluster.owner)
 	}
 	before := states()
 	for _, removed := range []string{"svc1", "svc2"} {

@@ -355,8 +355,9 @@ func (st *servicePortStage) indexChains() {
 	}
 }
 
-// elementsOfService returns, sorted, the listed elements of Service svc ("namespace/name";
-// "": of no Service that can be told) that no service port has ensured so far in this sync.
+// elementsOfService returns, sorted (indexStaleElements), the listed elements of Service svc
+// ("namespace/name"; "": of no Service that can be told) that no service port has ensured so
+// far in this sync.
 func (st *servicePortStage) elementsOfService(svc string) []elementKey {
 	st.indexStaleElements()
 	var keys []elementKey
@@ -365,13 +366,6 @@ func (st *servicePortStage) elementsOfService(svc string) []elementKey {
 			keys = append(keys, key)
 		}
 	}
-	order := map[*nftElementStorage]int{}
-	for i, storage := range st.proxier.elementStorages() {
-		order[storage] = i
-	}
-	slices.SortFunc(keys, func(a, b elementKey) int {
-		return cmp.Or(cmp.Compare(order[a.storage], order[b.storage]), strings.Compare(a.key, b.key))
-	})
 	return keys
 }
 
@@ -381,7 +375,8 @@ func (st *servicePortStage) elementsOfService(svc string) []elementKey {
 // names (upstream comments the elements of no-endpoint-services and no-endpoint-nodeports); a
 // ClusterIP of cluster-ips, which has neither, belongs to the Service of the other stale
 // elements for that address. A removed Service's elements are then all deleted in one
-// transaction, whatever maps they are in; the rest are indexed under "".
+// transaction, whatever maps they are in; the rest are indexed under "". Each Service's
+// elements are sorted by map (in elementStorages order), then by key.
 func (st *servicePortStage) indexStaleElements() {
 	if st.staleElements != nil {
 		return
@@ -408,6 +403,15 @@ func (st *servicePortStage) indexStaleElements() {
 	for key := range proxier.clusterIPs.leftoverKeys {
 		owner := byAddress[key]
 		st.staleElements[owner] = append(st.staleElements[owner], elementKey{proxier.clusterIPs, key})
+	}
+	order := map[*nftElementStorage]int{}
+	for i, storage := range proxier.elementStorages() {
+		order[storage] = i
+	}
+	for _, keys := range st.staleElements {
+		slices.SortFunc(keys, func(a, b elementKey) int {
+			return cmp.Or(cmp.Compare(order[a.storage], order[b.storage]), strings.Compare(a.key, b.key))
+		})
 	}
 }
 
