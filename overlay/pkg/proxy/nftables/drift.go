@@ -17,10 +17,7 @@ limitations under the License.
 package nftables
 
 import (
-	"bufio"
 	"context"
-	"iter"
-	"strconv"
 	"strings"
 
 	"sigs.k8s.io/knftables"
@@ -51,43 +48,9 @@ import (
 //     re-writes nothing) and after a failure. With --full-sync-rewrite-all, or when listing
 //     fails, every full sync re-writes everything, as upstream does.
 
-// fnv64 constants (FNV-1a).
-const (
-	fnvOffset64 = 14695981039346656037
-	fnvPrime64  = 1099511628211
-)
-
-// fnvString extends the FNV-1a hash h with the bytes of s.
-func fnvString(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= fnvPrime64
-	}
-	return h
-}
-
-// hashRule extends the hash h of a chain's rules with rule, in its listed form.
-func hashRule(h uint64, rule string) uint64 {
-	return fnvString(h, listedForm(rule)+"\n")
-}
-
 // nftFamily returns the proxier's table family as nft writes it (nftFamilyOf).
 func (proxier *Proxier) nftFamily() string {
 	return nftFamilyOf(proxier.ipFamily)
-}
-
-// listedForm returns rule as nft 1.0 lists it, where kube-proxy's text is known to differ:
-// upstream's numgen map rules (kept for service ports above maxSetFreeEndpoints) separate
-// elements with " , " where nft lists ", ", and say "dnat ip addr . port to" where nft lists
-// "dnat ip to". Rule text already in listed form comes back unchanged. A difference not covered
-// here only costs a re-write of that service port at each full sync.
-func listedForm(rule string) string {
-	if strings.IndexByte(rule, '{') < 0 {
-		return rule
-	}
-	rule = strings.ReplaceAll(rule, " , ", ", ")
-	rule = strings.Replace(rule, "dnat ip addr . port to ", "dnat ip to ", 1)
-	return strings.Replace(rule, "dnat ip6 addr . port to ", "dnat ip6 to ", 1)
 }
 
 // chainOwner returns the service port ("ns/svc/proto/port") that a service-port chain belongs
@@ -121,15 +84,6 @@ type chainWrite struct {
 // never reports a difference that a text listing could show to be none. w is not unknown.
 func (w chainWrite) differsFrom(shape chainShape) bool {
 	return shape.rules != w.rules || shape.anonRefs > 0 && !w.braces
-}
-
-// ruleText returns the text that knftables writes after the chain name for an added rule: the
-// rule, then its comment, quoted. The kernel's listing of the rule is hashed against it.
-func ruleText(r *knftables.Rule) string {
-	if r.Comment == nil {
-		return r.Rule
-	}
-	return r.Rule + " comment " + strconv.Quote(*r.Comment)
 }
 
 // chainWritesOf returns what the operations of rec write to its chains, as nft would list them
@@ -173,20 +127,6 @@ func chainWritesOf(rec *servicePortRecorder) []chainWrite {
 		}
 	}
 	return writes
-}
-
-// nftCommands yields each line of nft command text split into at most six fields,
-// "<verb> <type> <family> <table> <name>[ <rest>]", the last keeping its spaces.
-func nftCommands(text string) iter.Seq[[]string] {
-	return func(yield func([]string) bool) {
-		sc := bufio.NewScanner(strings.NewReader(text))
-		sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-		for sc.Scan() {
-			if !yield(strings.SplitN(sc.Text(), " ", 6)) {
-				return
-			}
-		}
-	}
 }
 
 // listingResult is the outcome of a listing that ran on its own goroutine.

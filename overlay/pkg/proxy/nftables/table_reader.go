@@ -46,24 +46,6 @@ type tableReader interface {
 	readTable(ctx context.Context) (*kernelListing, error)
 }
 
-// kernelListing is what a drift check read from the kernel.
-type kernelListing struct {
-	// chains are the table's chains, each with the hash of its rules.
-	chains map[string]uint64
-	// sets are the table's named sets, when the listing shows them (nft's does, the
-	// apiReader's listing is read for chains only): a full sync then needs no other listing.
-	sets       []string
-	listedSets bool
-	// drifted are chains that changed behind kube-proxy's back since it last saw them; their
-	// hashes are of what they held then.
-	drifted map[string]bool
-	// unknown are chains whose text the netlink dump could not resolve (they are not in
-	// chains), each with its shape. text, when set, lists the table as text the first time it
-	// is called, and returns that listing (nil if listing failed); see intact.
-	unknown map[string]chainShape
-	text    func() *kernelListing
-}
-
 // apiReader reads the table through knftables' listing calls (List and ListRules). Its hashes
 // are exact where ListRules returns each rule's text, as knftables' Fake does. Where it returns
 // none (knftables' real implementation), every chain with rules differs from what the sync

@@ -19,7 +19,6 @@ package nftables
 import (
 	"cmp"
 	"context"
-	"strings"
 
 	"sigs.k8s.io/knftables"
 )
@@ -227,41 +226,4 @@ func countSetOps(rec *servicePortRecorder) portSetOps {
 // elements, sets), and each set that an added rule names or creates.
 func (c portSetOps) operations(n int) (lookups, created int) {
 	return n - c.chainRuleOps + c.ruleLookups, c.created
-}
-
-// setReferences counts the sets that a rule's text names ("@set") and the set and map literals
-// ("{ ... }") in it, each of which the kernel keeps as an anonymous set. Braces after a set's
-// name ("update @set { ip saddr }") are a key expression, not a literal; and nft turns a set
-// literal of one element ("ip saddr != { 10.0.0.0/8 }") into a plain comparison, so only a
-// map literal ("map { ... }", "vmap { ... }") or a literal with a comma in it is a set.
-func setReferences(rule string) (named, literals int) {
-	if !strings.ContainsAny(rule, "@{") {
-		return 0, 0 // most rules: not worth splitting
-	}
-	fields := strings.Fields(rule)
-	for i, f := range fields {
-		switch {
-		case strings.HasPrefix(f, "@"):
-			named++
-		case strings.HasPrefix(f, "{") && (i == 0 || !strings.HasPrefix(fields[i-1], "@")):
-			if i > 0 && (fields[i-1] == "map" || fields[i-1] == "vmap") || literalHasComma(fields[i:]) {
-				literals++
-			}
-		}
-	}
-	return named, literals
-}
-
-// literalHasComma reports whether the literal that fields start with ("{" ... "}") has more
-// than one element.
-func literalHasComma(fields []string) bool {
-	for _, f := range fields {
-		if before, _, closed := strings.Cut(f, "}"); closed {
-			return strings.Contains(before, ",")
-		}
-		if strings.Contains(f, ",") {
-			return true
-		}
-	}
-	return false
 }
