@@ -28,72 +28,72 @@ import (
 
 // The committer: the only code that writes to the kernel.
 //
-// A sync's operations reach the kernel only through txSplitter.run, which commits the
-// transactions that the merge and the clean-up queued (transactions.go), and through
-// Proxier.runTracked, for upstream's deletion of stale chains. Each commit goes through the
+// A sync's operations reach the kernel only through a committer, which commits the
+// transactions that the merge and the clean-up queued on the sync's splitter (transactions.go),
+// and through Proxier.runTracked, for upstream's deletion of stale chains. Each commit goes through the
 // kernel link, when there is one, so that the drift check knows what kube-proxy wrote
 // (chain_baselines.go).
 
-// run runs the queued transactions and then last, in order, and records their sizes and the
-// longest one's duration. It stops at the first failure and returns the failed transaction with
-// an error that says which one it was; otherwise it returns last and nil. When isolating, it
-// goes on past a failed transaction of a Service, runs no clean-up after one, and returns the
-// first failed transaction with an error that counts them.
-func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knftables.Transaction, error) {
-	all := append(s.queued, last)
-	s.queued = nil
+// committer writes one sync's transactions to the kernel.
+type committer struct {
+	nft      knftables.Interface
+	ipFamily string
+	// link, when set, notes what each transaction wrote to table, for the drift check.
+	link  *nftLink
+	table string
+}
+
+// runAll runs txs in order and records their sizes, their number and the longest one's
+// duration. It stops at the first failure and returns the failed transaction with an error that
+// says which one it was; otherwise it returns nil and nil. When isolating, it goes on past a
+// failed transaction before cleanupFrom (a Service's), runs none from cleanupFrom on (the
+// clean-up) after one, and returns the first failed transaction with an error that counts them.
+// An empty transaction is skipped, unless it is the only one.
+func (c *committer) runAll(ctx context.Context, txs []*knftables.Transaction, cleanupFrom int, isolating bool) (*knftables.Transaction, error) {
 	var longest time.Duration
 	var firstFailed *knftables.Transaction
 	var errs []error
 	defer func() {
-		metrics.NFTablesTransactionsPerSync.WithLabelValues(s.ipFamily).Observe(float64(len(all)))
-		metrics.NFTablesLongestTransactionSeconds.WithLabelValues(s.ipFamily).Observe(longest.Seconds())
-		metrics.OldNFTablesLongestTransactionSeconds.WithLabelValues(s.ipFamily).Observe(longest.Seconds())
+		metrics.NFTablesTransactionsPerSync.WithLabelValues(c.ipFamily).Observe(float64(len(txs)))
+		metrics.NFTablesLongestTransactionSeconds.WithLabelValues(c.ipFamily).Observe(longest.Seconds())
+		metrics.OldNFTablesLongestTransactionSeconds.WithLabelValues(c.ipFamily).Observe(longest.Seconds())
 	}()
-	for i, tx := range all {
-		if firstFailed != nil && i >= s.cleanupFrom {
+	for i, tx := range txs {
+		if firstFailed != nil && i >= cleanupFrom {
 			break // isolating: no clean-up after a failed Service
 		}
-		if tx.NumOperations() == 0 && len(all) > 1 {
+		if tx.NumOperations() == 0 && len(txs) > 1 {
 			continue // a cut before the clean-up, with nothing to clean up
 		}
 		start := time.Now()
-		err := s.commit(ctx, tx)
+		err := c.commit(ctx, tx)
 		longest = max(longest, time.Since(start))
 		switch {
 		case err == nil:
-		case len(all) == 1:
+		case len(txs) == 1:
 			return tx, err
-		case s.isolating():
+		case isolating:
 			if firstFailed == nil {
 				firstFailed = tx
 			}
-			errs = append(errs, fmt.Errorf("transaction %d of %d: %w", i+1, len(all), err))
+			errs = append(errs, fmt.Errorf("transaction %d of %d: %w", i+1, len(txs), err))
 		default:
-			return tx, fmt.Errorf("transaction %d of %d failed (the %d before it were applied): %w", i+1, len(all), i, err)
+			return tx, fmt.Errorf("transaction %d of %d failed (the %d before it were applied): %w", i+1, len(txs), i, err)
 		}
 	}
 	if firstFailed != nil {
 		return firstFailed, fmt.Errorf("%d of %d transactions failed, each a Service's own (the others were applied, the clean-up was not): %w",
-			len(errs), len(all), errors.Join(errs...))
+			len(errs), len(txs), errors.Join(errs...))
 	}
-	for _, f := range s.after {
-		f(ctx, s)
-	}
-	return last, nil
-}
-
-// afterCommit adds f to what run does after every transaction of the sync has committed.
-func (s *txSplitter) afterCommit(f func(ctx context.Context, s *txSplitter)) {
-	s.after = append(s.after, f)
+	return nil, nil
 }
 
 // commit runs tx, tracked by the kernel link when there is one, and records its size.
-func (s *txSplitter) commit(ctx context.Context, tx *knftables.Transaction) error {
-	metrics.NFTablesTransactionOperations.WithLabelValues(s.ipFamily).Observe(float64(tx.NumOperations()))
-	run := func() error { return s.nft.Run(ctx, tx) }
-	if s.link != nil {
-		return s.link.runTracked(s.table, tx.String, run)
+func (c *committer) commit(ctx context.Context, tx *knftables.Transaction) error {
+	metrics.NFTablesTransactionOperations.WithLabelValues(c.ipFamily).Observe(float64(tx.NumOperations()))
+	run := func() error { return c.nft.Run(ctx, tx) }
+	if c.link != nil {
+		return c.link.runTracked(c.table, tx.String, run)
 	}
 	return run()
 }

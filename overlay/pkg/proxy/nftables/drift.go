@@ -19,8 +19,6 @@ package nftables
 import (
 	"context"
 	"strings"
-
-	"sigs.k8s.io/knftables"
 )
 
 // Full syncs that write only what differs.
@@ -84,49 +82,6 @@ type chainWrite struct {
 // never reports a difference that a text listing could show to be none. w is not unknown.
 func (w chainWrite) differsFrom(shape chainShape) bool {
 	return shape.rules != w.rules || shape.anonRefs > 0 && !w.braces
-}
-
-// chainWritesOf returns what the operations of rec write to its chains, as nft would list them
-// after the operations: a created chain (added and flushed) starts empty, and
-// each added rule extends its chain's hash. A rule for a chain that rec did not create, or one
-// placed by index or handle, leaves that chain unknown. It only reads rec.
-func chainWritesOf(rec *servicePortRecorder) []chainWrite {
-	var writes []chainWrite
-	find := func(chain string) int {
-		for i := len(writes) - 1; i >= 0; i-- {
-			if writes[i].chain == chain {
-				return i
-			}
-		}
-		return -1
-	}
-	for _, e := range rec.entries {
-		switch obj := e.obj.(type) {
-		case *knftables.Chain:
-			if e.verb != stageFlush {
-				continue
-			}
-			if i := find(obj.Name); i >= 0 {
-				writes[i] = chainWrite{chain: obj.Name, hash: fnvOffset64}
-			} else {
-				writes = append(writes, chainWrite{chain: obj.Name, hash: fnvOffset64})
-			}
-		case *knftables.Rule:
-			i := find(obj.Chain)
-			switch {
-			case i < 0:
-				writes = append(writes, chainWrite{chain: obj.Chain, unknown: true})
-			case obj.Index != nil || obj.Handle != nil:
-				writes[i].unknown = true
-			case !writes[i].unknown:
-				text := ruleText(obj)
-				writes[i].hash = hashRule(writes[i].hash, text)
-				writes[i].rules++
-				writes[i].braces = writes[i].braces || strings.Contains(text, "{")
-			}
-		}
-	}
-	return writes
 }
 
 // listingResult is the outcome of a listing that ran on its own goroutine.

@@ -23,6 +23,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	v1 "k8s.io/api/core/v1"
 )
 
 // The kernel link: kube-proxy's netlink view of a network namespace's nftables, shared by the
@@ -420,4 +422,26 @@ func (l *nftLink) setCounts(table string) (int, map[string]int) {
 		return m.setTotal(), maps.Clone(m.anon)
 	}
 	return 0, nil
+}
+
+// linkTableName names the table of family in a kernel link's memory.
+func linkTableName(family v1.IPFamily) string {
+	return nftFamilyOf(family) + " " + kubeProxyTable
+}
+
+// nfprotoOf returns the netlink family of the table of family.
+func nfprotoOf(family v1.IPFamily) uint8 {
+	if family == v1.IPv6Protocol {
+		return nfprotoIPv6
+	}
+	return nfprotoIPv4
+}
+
+// nftFamilyOf returns the table family of family as nft writes it, which is also the protocol
+// name of its address matches ("ip saddr", "ip6 saddr").
+func nftFamilyOf(family v1.IPFamily) string {
+	if family == v1.IPv6Protocol {
+		return "ip6"
+	}
+	return "ip"
 }

@@ -33,11 +33,21 @@ limitations under the License.
 //     the per-process netlink view: tracked commits, snapshots resolved to text hashes.
 //   - reader: table_reader.go
 //     the only code that reads kube-proxy's table for a drift check.
-//   - sync: affinity_resize.go affinity_shape.go committer.go drift.go known_objects.go
-//     recovery.go rule_shapes.go service_stage.go stale_cleanup.go transactions.go
-//     the stage, the planner and the committer of a sync, the drift check, recovery, and the
-//     affinity and rule shapes. They are one layer for now: they still call each other both
-//     ways.
+//   - commit: committer.go
+//     the only code that writes kube-proxy's table: a sync's transactions, in order, each
+//     tracked by the link.
+//   - recovery: recovery.go
+//     the strategy of a sync after failed ones.
+//   - planner: transactions.go
+//     where a sync's operations are cut into transactions, and what each weighs.
+//   - drift: drift.go
+//     whether a service port's chains in the kernel are what the sync writes.
+//   - stage: affinity_resize.go affinity_shape.go known_objects.go rule_shapes.go
+//     service_stage.go stale_cleanup.go
+//     the per-service-port stage, the known objects and the clean-up, and the affinity and
+//     rule shapes. They are one layer for now: they still call each other both ways. The
+//     stage records each port's operations, and derives from the records what the layers
+//     below need (the planner's set counts, the drift check's chain hashes).
 //   - outside: cleanup.go doc.go proxier.go supported.go layers.go
 //     upstream's files, and this one, which declares nothing.
 

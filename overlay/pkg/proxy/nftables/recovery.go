@@ -119,3 +119,11 @@ func (proxier *Proxier) anyStorageFlushed() bool {
 	}
 	return false
 }
+
+// elementStorages returns the proxier's map and set element storages.
+func (proxier *Proxier) elementStorages() []*nftElementStorage {
+	return []*nftElementStorage{
+		proxier.clusterIPs, proxier.serviceIPs, proxier.firewallIPs, proxier.noEndpointServices,
+		proxier.noEndpointNodePorts, proxier.serviceNodePorts, proxier.hairpinConnections,
+	}
+}

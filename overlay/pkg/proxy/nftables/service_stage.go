@@ -20,6 +20,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -506,14 +507,6 @@ func (st *servicePortStage) commit() {
 	}
 }
 
-// elementStorages returns the proxier's map and set element storages.
-func (proxier *Proxier) elementStorages() []*nftElementStorage {
-	return []*nftElementStorage{
-		proxier.clusterIPs, proxier.serviceIPs, proxier.firewallIPs, proxier.noEndpointServices,
-		proxier.noEndpointNodePorts, proxier.serviceNodePorts, proxier.hairpinConnections,
-	}
-}
-
 // ensureJoined is ensureElem for an element whose key and value are already joined: it adds
 // elem to tx unless the storage holds it with the same value (replacing it if the value
 // differs), and marks it as used in this sync.
@@ -563,4 +556,86 @@ func (st *servicePortStage) dropShadowed(tx txWriter, rec *servicePortRecorder) 
 		}
 		deleteElement(tx, elementKey{other, el.key})
 	}
+}
+
+// chainWritesOf returns what the operations of rec write to its chains, as nft would list them
+// after the operations: a created chain (added and flushed) starts empty, and
+// each added rule extends its chain's hash. A rule for a chain that rec did not create, or one
+// placed by index or handle, leaves that chain unknown. It only reads rec.
+func chainWritesOf(rec *servicePortRecorder) []chainWrite {
+	var writes []chainWrite
+	find := func(chain string) int {
+		for i := len(writes) - 1; i >= 0; i-- {
+			if writes[i].chain == chain {
+				return i
+			}
+		}
+		return -1
+	}
+	for _, e := range rec.entries {
+		switch obj := e.obj.(type) {
+		case *knftables.Chain:
+			if e.verb != stageFlush {
+				continue
+			}
+			if i := find(obj.Name); i >= 0 {
+				writes[i] = chainWrite{chain: obj.Name, hash: fnvOffset64}
+			} else {
+				writes = append(writes, chainWrite{chain: obj.Name, hash: fnvOffset64})
+			}
+		case *knftables.Rule:
+			i := find(obj.Chain)
+			switch {
+			case i < 0:
+				writes = append(writes, chainWrite{chain: obj.Chain, unknown: true})
+			case obj.Index != nil || obj.Handle != nil:
+				writes[i].unknown = true
+			case !writes[i].unknown:
+				text := ruleText(obj)
+				writes[i].hash = hashRule(writes[i].hash, text)
+				writes[i].rules++
+				writes[i].braces = writes[i].braces || strings.Contains(text, "{")
+			}
+		}
+	}
+	return writes
+}
+
+// freedSets returns how many anonymous sets the chains that rec flushes hold in the kernel:
+// the sync frees them, and forgets them. It returns 0 when the splitter does not weigh sets.
+func (s *txSplitter) freedSets(rec *servicePortRecorder) int {
+	freed := 0
+	for _, e := range rec.entries {
+		if chain, ok := e.obj.(*knftables.Chain); ok && e.verb == stageFlush {
+			freed += s.freedByFlush(chain.Name)
+		}
+	}
+	return freed
+}
+
+// countSetOps counts what rec's entries do to sets. Rules of chains that the drift check found
+// intact are no longer in rec.
+func countSetOps(rec *servicePortRecorder) portSetOps {
+	var c portSetOps
+	for _, e := range rec.entries {
+		if e.verb != stageAdd && e.verb != stageFlush {
+			continue
+		}
+		switch obj := e.obj.(type) {
+		case *knftables.Chain:
+			c.chainRuleOps++
+		case *knftables.Rule:
+			c.chainRuleOps++
+			if e.verb == stageAdd {
+				named, literals := setReferences(obj.Rule)
+				c.ruleLookups += named + literals
+				c.created += literals
+			}
+		case *knftables.Set, *knftables.Map:
+			if e.verb == stageAdd {
+				c.created++
+			}
+		}
+	}
+	return c
 }

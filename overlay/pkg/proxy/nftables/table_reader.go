@@ -170,28 +170,6 @@ func (r *kernelReader) readText(ctx context.Context) (*kernelListing, error) {
 	return parseListing(string(out)), nil
 }
 
-// linkTableName names the table of family in a kernel link's memory.
-func linkTableName(family v1.IPFamily) string {
-	return nftFamilyOf(family) + " " + kubeProxyTable
-}
-
-// nfprotoOf returns the netlink family of the table of family.
-func nfprotoOf(family v1.IPFamily) uint8 {
-	if family == v1.IPv6Protocol {
-		return nfprotoIPv6
-	}
-	return nfprotoIPv4
-}
-
-// nftFamilyOf returns the table family of family as nft writes it, which is also the protocol
-// name of its address matches ("ip saddr", "ip6 saddr").
-func nftFamilyOf(family v1.IPFamily) string {
-	if family == v1.IPv6Protocol {
-		return "ip6"
-	}
-	return "ip"
-}
-
 // parseListing reads `nft [-t] list table` output: it hashes the rules of each chain and
 // collects the names of the named sets. The names it keeps are copies: a part of listing would
 // keep all of it alive for as long as the listing, or a chain memory's held table copied from

@@ -54,13 +54,9 @@ const defaultSetScan = 100
 
 // txSplitter queues the transactions of one sync.
 type txSplitter struct {
-	nft      knftables.Interface
-	max      int
-	queued   []*knftables.Transaction
-	ipFamily string
-	// link, when set, notes what each transaction wrote to table, for the drift check.
-	link  *nftLink
-	table string
+	committer
+	max    int
+	queued []*knftables.Transaction
 	// sets estimates how many sets the table holds: from countSets (the link's count; nil:
 	// none), read once when the sync first needs it, plus those the sync has created since,
 	// less those it has deleted or freed. anon, read with it, is how many anonymous sets each
@@ -88,7 +84,8 @@ type txSplitter struct {
 //
 // It also plans the sync's strategy (planFallback): it must be called after setupNFTables.
 func (proxier *Proxier) newTxSplitter() *txSplitter {
-	s := &txSplitter{nft: proxier.nftables, max: proxier.maxTransactionOps, ipFamily: string(proxier.ipFamily), proxier: proxier, setScan: proxier.setScan}
+	s := &txSplitter{committer: committer{nft: proxier.nftables, ipFamily: string(proxier.ipFamily)},
+		max: proxier.maxTransactionOps, proxier: proxier, setScan: proxier.setScan}
 	s.mode = proxier.planFallback()
 	if s.mode == fallbackWhole {
 		s.max = 0
@@ -119,6 +116,26 @@ func (s *txSplitter) cut(tx *knftables.Transaction) *knftables.Transaction {
 	return s.nft.NewTransaction()
 }
 
+// run commits the queued transactions and then last, in order (committer.runAll, isolating
+// when the sync's strategy says so), and then runs what afterCommit added. It returns the
+// failed transaction and the error, or last and nil.
+func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knftables.Transaction, error) {
+	all := append(s.queued, last)
+	s.queued = nil
+	if failed, err := s.runAll(ctx, all, s.cleanupFrom, s.isolating()); err != nil {
+		return failed, err
+	}
+	for _, f := range s.after {
+		f(ctx, s)
+	}
+	return last, nil
+}
+
+// afterCommit adds f to what run does after every transaction of the sync has committed.
+func (s *txSplitter) afterCommit(f func(ctx context.Context, s *txSplitter)) {
+	s.after = append(s.after, f)
+}
+
 // weighSets notes that operations just added to the current transaction name or create sets
 // n times, and change the table's number of sets by delta: each of the n weighs as many
 // operations more as the table has sets, divided by setScan.
@@ -139,18 +156,6 @@ func (s *txSplitter) count() {
 		}
 		s.setsCounted = true
 	}
-}
-
-// freedSets returns how many anonymous sets the chains that rec flushes hold in the kernel:
-// the sync frees them, and forgets them. It returns 0 when the splitter does not weigh sets.
-func (s *txSplitter) freedSets(rec *servicePortRecorder) int {
-	freed := 0
-	for _, e := range rec.entries {
-		if chain, ok := e.obj.(*knftables.Chain); ok && e.verb == stageFlush {
-			freed += s.freedByFlush(chain.Name)
-		}
-	}
-	return freed
 }
 
 // freedByFlush returns how many anonymous sets chain holds in the kernel, which its flush frees,
@@ -191,33 +196,6 @@ type portSetOps struct {
 	// created counts the sets that the port's recorded operations create: literals in its
 	// rules, and sets and maps it adds.
 	created int
-}
-
-// countSetOps counts what rec's entries do to sets. Rules of chains that the drift check found
-// intact are no longer in rec.
-func countSetOps(rec *servicePortRecorder) portSetOps {
-	var c portSetOps
-	for _, e := range rec.entries {
-		if e.verb != stageAdd && e.verb != stageFlush {
-			continue
-		}
-		switch obj := e.obj.(type) {
-		case *knftables.Chain:
-			c.chainRuleOps++
-		case *knftables.Rule:
-			c.chainRuleOps++
-			if e.verb == stageAdd {
-				named, literals := setReferences(obj.Rule)
-				c.ruleLookups += named + literals
-				c.created += literals
-			}
-		case *knftables.Set, *knftables.Map:
-			if e.verb == stageAdd {
-				c.created++
-			}
-		}
-	}
-	return c
 }
 
 // operations returns how often the n operations that the merge added for a service port's

@@ -278,7 +278,7 @@ func TestSplitterWeighsSetOperations(t *testing.T) {
 	nft := knftables.NewFake(knftables.IPv4Family, "t")
 	counted := 0
 	countSets := func() (int, map[string]int) { counted++; return 25000, map[string]int{"svc-a": 2, "svc-b": 1} }
-	s := &txSplitter{nft: nft, max: 1000, countSets: countSets}
+	s := &txSplitter{committer: committer{nft: nft}, max: 1000, countSets: countSets}
 	tx := s.cut(nft.NewTransaction())
 	if len(s.queued) != 0 {
 		t.Fatal("an empty transaction was cut")
@@ -320,7 +320,7 @@ func TestSplitterWeighsSetOperations(t *testing.T) {
 	}
 
 	// Without splitting, nothing is weighed or counted.
-	off := &txSplitter{nft: nft, countSets: countSets}
+	off := &txSplitter{committer: committer{nft: nft}, countSets: countSets}
 	off.weighSets(5, 5)
 	if counted != 1 || off.surcharge != 0 || off.cut(tx) != tx || off.freedSets(rec) != 0 {
 		t.Errorf("a splitter with max 0 weighed set operations (counted %d, surcharge %d)", counted, off.surcharge)
