@@ -17,6 +17,7 @@ limitations under the License.
 package nftables
 
 import (
+	"cmp"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -367,4 +368,25 @@ func (k *knownObjects) updatePorts(names []proxy.ServicePortName, news []*portOb
 		k.affinitySets.Insert(cur.affinitySets...)
 	}
 	return droppedChains, usedChains, droppedSets, released
+}
+
+// compareServicePortNames orders service ports by namespace, name, port name and protocol.
+func compareServicePortNames(a, b proxy.ServicePortName) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Protocol, b.Protocol))
+}
+
+// ensureJoined is ensureElem for an element whose key and value are already joined: it adds
+// elem to tx unless the storage holds it with the same value (replacing it if the value
+// differs), and marks it as used in this sync.
+func (s *nftElementStorage) ensureJoined(tx txWriter, elem *knftables.Element, key, value string) {
+	existing, exists := s.elements[key]
+	switch {
+	case !exists:
+		tx.Add(elem)
+	case existing != value:
+		tx.Delete(elem)
+		tx.Add(elem)
+	}
+	s.elements[key] = value
+	delete(s.leftoverKeys, key)
 }

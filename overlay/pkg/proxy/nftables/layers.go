@@ -42,12 +42,14 @@ limitations under the License.
 //     where a sync's operations are cut into transactions, and what each weighs.
 //   - drift: drift.go
 //     whether a service port's chains in the kernel are what the sync writes.
-//   - stage: affinity_resize.go affinity_shape.go known_objects.go rule_shapes.go
-//     service_stage.go stale_cleanup.go
-//     the per-service-port stage, the known objects and the clean-up, and the affinity and
-//     rule shapes. They are one layer for now: they still call each other both ways. The
-//     stage records each port's operations, and derives from the records what the layers
-//     below need (the planner's set counts, the drift check's chain hashes).
+//   - records: port_records.go
+//     what a service port's generation and the clean-up write, as structured values, and
+//     what the drift check and the planner derive from them.
+//   - known: known_objects.go
+//     what the last successful sync left: each service port's chains, sets and elements.
+//   - stage: affinity_resize.go affinity_shape.go rule_shapes.go service_stage.go
+//     stale_cleanup.go
+//     the per-service-port stage and the clean-up, and the affinity and rule shapes. They are one layer for now: they still call each other both ways.
 //   - outside: cleanup.go doc.go proxier.go supported.go layers.go
 //     upstream's files, and this one, which declares nothing.
 

@@ -20,7 +20,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -52,106 +51,11 @@ import (
 // a partial sync of a few Services stays serial (bench/RESULTS.md, "Figures behind constants").
 const minParallelServicePorts = 32
 
-// stageVerb is what the merge does with a recorded entry.
-type stageVerb uint8
-
-const (
-	stageAdd     stageVerb = iota // tx.Add(obj)
-	stageFlush                    // tx.Flush(obj)
-	stageElement                  // ensure obj, an element, in storage
-	stageDelete                   // tx.Delete(obj) (the clean-up's)
-)
-
-// stageEntry is one recorded operation of a service port.
-type stageEntry struct {
-	obj  knftables.Object
-	verb stageVerb
-	elem int32 // stageElement: the index of the element's elemEntry
-}
-
-// elemEntry is an element that a service port needs.
-type elemEntry struct {
-	storage    *nftElementStorage // the map or set that holds the element
-	key, value string             // the element's joined key and value
-}
-
-// servicePortRecorder collects one service port's output of the stage: its operations, in
-// order, and the chains, affinity sets and map elements that it keeps alive. A recorder is
-// written by one worker only.
-type servicePortRecorder struct {
-	proxier      *Proxier
-	entries      []stageEntry
-	elems        []elemEntry
-	chains       []string
-	affinitySets []string
-	// affinitySet is the name of the sync's shared affinity set, which affinity rules name.
-	affinitySet string
-	// endpoints counts the service port's endpoints, for the sync's log line.
-	endpoints int
-	// noLocalInternal and noLocalExternal report a Local traffic policy without local
-	// endpoints, for the sync_proxy_rules_no_local_endpoints_total metric.
-	noLocalInternal, noLocalExternal bool
-}
-
-// Add records an "add" of obj, as knftables.Transaction.Add would queue it.
-func (r *servicePortRecorder) Add(obj knftables.Object) {
-	r.entries = append(r.entries, stageEntry{verb: stageAdd, obj: obj})
-}
-
-// ensureChain notes that the service port keeps chain alive and, unless skipCreation is set,
-// records creating it empty (an add and a flush). A chain is recorded once per service port.
-func (r *servicePortRecorder) ensureChain(chain string, skipCreation bool) {
-	if slices.Contains(r.chains, chain) {
-		return
-	}
-	r.chains = append(r.chains, chain)
-	if skipCreation {
-		return
-	}
-	// One object serves both operations: knftables only reads it.
-	obj := &knftables.Chain{Name: chain}
-	r.entries = append(r.entries, stageEntry{verb: stageAdd, obj: obj}, stageEntry{verb: stageFlush, obj: obj})
-}
-
-// ensureElem records that the service port needs elem in storage. The merge adds it if storage
-// lacks it or holds another value for its key.
-func (r *servicePortRecorder) ensureElem(storage *nftElementStorage, elem *knftables.Element) {
-	r.entries = append(r.entries, stageEntry{verb: stageElement, obj: elem, elem: int32(len(r.elems))})
-	r.elems = append(r.elems, elemEntry{storage: storage, key: joinNFTSlice(elem.Key), value: joinNFTSlice(elem.Value)})
-}
-
 // keepAffinitySet notes that the service port keeps alive the affinity of the endpoint whose
 // upstream affinity set is name: that set, or its elements of the shared set (see
 // affinity_shape.go).
 func (r *servicePortRecorder) keepAffinitySet(name string) {
 	r.affinitySets = append(r.affinitySets, r.proxier.affinityStateName(name))
-}
-
-// dropIntactChains leaves the service port's chains alone when the kernel, as the sync's drift
-// check k (nil: none) read it, holds them exactly as r records them (see drift.go): it drops the
-// recorded chain and rule operations, keeping the elements, sets and names. It returns how
-// many of the port's chains it checked, and how many of those it did not drop.
-func (r *servicePortRecorder) dropIntactChains(k *kernelListing) (checked, rewritten int) {
-	if k == nil {
-		return 0, 0
-	}
-	written := chainWritesOf(r)
-	if len(written) == 0 {
-		return 0, 0
-	}
-	if !k.intact(written) {
-		return len(written), len(written)
-	}
-	kept := r.entries[:0]
-	for _, e := range r.entries {
-		switch e.obj.(type) {
-		case *knftables.Chain, *knftables.Rule:
-			continue
-		}
-		kept = append(kept, e)
-	}
-	r.entries = kept
-	return len(written), 0
 }
 
 // portDerived is what a worker derives from a service port's recorder for the merge: how many
@@ -291,11 +195,6 @@ func (proxier *Proxier) portsOf(services sets.Set[types.NamespacedName]) []proxy
 		}
 	}
 	return ports
-}
-
-// compareServicePortNames orders service ports by namespace, name, port name and protocol.
-func compareServicePortNames(a, b proxy.ServicePortName) int {
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Protocol, b.Protocol))
 }
 
 // listExisting lists the table's chains and affinity sets for a walkAll sync. If listing
@@ -507,22 +406,6 @@ func (st *servicePortStage) commit() {
 	}
 }
 
-// ensureJoined is ensureElem for an element whose key and value are already joined: it adds
-// elem to tx unless the storage holds it with the same value (replacing it if the value
-// differs), and marks it as used in this sync.
-func (s *nftElementStorage) ensureJoined(tx txWriter, elem *knftables.Element, key, value string) {
-	existing, exists := s.elements[key]
-	switch {
-	case !exists:
-		tx.Add(elem)
-	case existing != value:
-		tx.Delete(elem)
-		tx.Add(elem)
-	}
-	s.elements[key] = value
-	delete(s.leftoverKeys, key)
-}
-
 // shadowingStorages returns, for each map whose elements send a service port's traffic
 // somewhere, the map whose element of the same key would shadow it: a service port is in
 // service-ips or no-endpoint-services (which rejects or drops, ahead of service-ips), never in
@@ -556,86 +439,4 @@ func (st *servicePortStage) dropShadowed(tx txWriter, rec *servicePortRecorder) 
 		}
 		deleteElement(tx, elementKey{other, el.key})
 	}
-}
-
-// chainWritesOf returns what the operations of rec write to its chains, as nft would list them
-// after the operations: a created chain (added and flushed) starts empty, and
-// each added rule extends its chain's hash. A rule for a chain that rec did not create, or one
-// placed by index or handle, leaves that chain unknown. It only reads rec.
-func chainWritesOf(rec *servicePortRecorder) []chainWrite {
-	var writes []chainWrite
-	find := func(chain string) int {
-		for i := len(writes) - 1; i >= 0; i-- {
-			if writes[i].chain == chain {
-				return i
-			}
-		}
-		return -1
-	}
-	for _, e := range rec.entries {
-		switch obj := e.obj.(type) {
-		case *knftables.Chain:
-			if e.verb != stageFlush {
-				continue
-			}
-			if i := find(obj.Name); i >= 0 {
-				writes[i] = chainWrite{chain: obj.Name, hash: fnvOffset64}
-			} else {
-				writes = append(writes, chainWrite{chain: obj.Name, hash: fnvOffset64})
-			}
-		case *knftables.Rule:
-			i := find(obj.Chain)
-			switch {
-			case i < 0:
-				writes = append(writes, chainWrite{chain: obj.Chain, unknown: true})
-			case obj.Index != nil || obj.Handle != nil:
-				writes[i].unknown = true
-			case !writes[i].unknown:
-				text := ruleText(obj)
-				writes[i].hash = hashRule(writes[i].hash, text)
-				writes[i].rules++
-				writes[i].braces = writes[i].braces || strings.Contains(text, "{")
-			}
-		}
-	}
-	return writes
-}
-
-// freedSets returns how many anonymous sets the chains that rec flushes hold in the kernel:
-// the sync frees them, and forgets them. It returns 0 when the splitter does not weigh sets.
-func (s *txSplitter) freedSets(rec *servicePortRecorder) int {
-	freed := 0
-	for _, e := range rec.entries {
-		if chain, ok := e.obj.(*knftables.Chain); ok && e.verb == stageFlush {
-			freed += s.freedByFlush(chain.Name)
-		}
-	}
-	return freed
-}
-
-// countSetOps counts what rec's entries do to sets. Rules of chains that the drift check found
-// intact are no longer in rec.
-func countSetOps(rec *servicePortRecorder) portSetOps {
-	var c portSetOps
-	for _, e := range rec.entries {
-		if e.verb != stageAdd && e.verb != stageFlush {
-			continue
-		}
-		switch obj := e.obj.(type) {
-		case *knftables.Chain:
-			c.chainRuleOps++
-		case *knftables.Rule:
-			c.chainRuleOps++
-			if e.verb == stageAdd {
-				named, literals := setReferences(obj.Rule)
-				c.ruleLookups += named + literals
-				c.created += literals
-			}
-		case *knftables.Set, *knftables.Map:
-			if e.verb == stageAdd {
-				c.created++
-			}
-		}
-	}
-	return c
 }

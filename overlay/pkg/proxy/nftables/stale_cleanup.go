@@ -53,54 +53,6 @@ import (
 // port its comment names (no-endpoint elements), or whose other stale elements have its address
 // (a ClusterIP in cluster-ips), or to the service port whose claim the sync released.
 
-// cleanupOp is one operation of the clean-up.
-type cleanupOp struct {
-	verb stageVerb // stageAdd, stageFlush, or stageDelete
-	obj  knftables.Object
-}
-
-// cleanupOps collects operations as a transaction would queue them (it is a txWriter), in
-// units that a cut never splits: consecutive operations on the same object (an element added
-// and deleted, or deleted and added with a new value) form one unit.
-type cleanupOps struct {
-	ops   []cleanupOp
-	units []int // the index in ops where each unit starts
-}
-
-func (c *cleanupOps) record(verb stageVerb, obj knftables.Object) {
-	if n := len(c.ops); n == 0 || c.ops[n-1].obj != obj {
-		c.units = append(c.units, len(c.ops))
-	}
-	c.ops = append(c.ops, cleanupOp{verb: verb, obj: obj})
-}
-
-// Add records tx.Add(obj).
-func (c *cleanupOps) Add(obj knftables.Object) { c.record(stageAdd, obj) }
-
-// Flush records tx.Flush(obj).
-func (c *cleanupOps) Flush(obj knftables.Object) { c.record(stageFlush, obj) }
-
-// Delete records tx.Delete(obj).
-func (c *cleanupOps) Delete(obj knftables.Object) { c.record(stageDelete, obj) }
-
-// eachUnit calls f with the operations of each unit, in order.
-func (c *cleanupOps) eachUnit(f func(ops []cleanupOp)) {
-	for i, start := range c.units {
-		end := len(c.ops)
-		if i+1 < len(c.units) {
-			end = c.units[i+1]
-		}
-		f(c.ops[start:end])
-	}
-}
-
-// txWriter is what writes a sync's operations: its transaction, or a clean-up stage.
-type txWriter interface {
-	Add(obj knftables.Object)
-	Flush(obj knftables.Object)
-	Delete(obj knftables.Object)
-}
-
 // staleCleanup is one sync's clean-up, collected, and written by emit.
 type staleCleanup struct {
 	// services are stage 1, by Service ("namespace/name").
