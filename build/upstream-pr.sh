@@ -58,8 +58,15 @@ git checkout -q -b upstream-pr
 while IFS='|' read -r slug subject nums paths; do
 	slug=$(echo "$slug" | xargs) subject=$(echo "$subject" | xargs)
 	msg=$(mktemp)
-	fate=139513
-	[ "$slug" != carry ] || fate='<carry>'
+	# The commit's fate ("UPSTREAM: <fate>:") is its patches', which must agree.
+	fate=
+	for n in $nums; do
+		f=$(ls "$root/patches/$n"-*.patch)
+		this=$(sed -n 's/^Subject: \[PATCH\] UPSTREAM: \([^:]*\):.*/\1/p' "$f")
+		[ -n "$this" ] || die "feature $slug: $(basename "$f") has no \"UPSTREAM: <fate>:\" subject"
+		[ -z "$fate" ] || [ "$fate" = "$this" ] || die "feature $slug: its patches' fates differ ($fate, $this)"
+		fate=$this
+	done
 	printf 'UPSTREAM: %s: %s\n\n' "$fate" "$subject" > "$msg"
 	for n in $nums; do
 		f=$(ls "$root/patches/$n"-*.patch)
