@@ -55,6 +55,9 @@ import (
 // every other full sync reads only the netlink dump. The two proxiers of a dual-stack
 // kube-proxy share one link, so each one's commits are not "someone else's" to the other, and
 // a snapshot that the other family's commits overlapped stands (own_commits.go).
+//
+// This file holds the chain memory, the bookkeeping of baselines and pending writes; the link
+// (kernel_link.go) reads the generations, takes the snapshots and resolves them through it.
 
 // chainBaseline pairs a chain's kernel hash with the text hash of the same rules.
 type chainBaseline struct {

@@ -30,9 +30,9 @@ import (
 //
 // A sync's operations reach the kernel only through a committer, which commits the
 // transactions that the merge and the clean-up queued on the sync's splitter (transactions.go),
-// and through Proxier.runTracked, for upstream's deletion of stale chains. Each commit goes through the
-// kernel link, when there is one, so that the drift check knows what kube-proxy wrote
-// (chain_baselines.go).
+// and through Proxier.runTracked, for upstream's deletion of stale chains. Each commit goes
+// through the kernel link, when there is one, so that the drift check knows what kube-proxy
+// wrote (kernel_link.go).
 
 // committer writes one sync's transactions to the kernel.
 type committer struct {

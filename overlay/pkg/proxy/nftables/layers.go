@@ -49,7 +49,9 @@ limitations under the License.
 //     what the last successful sync left: each service port's chains, sets and elements.
 //   - stage: affinity_resize.go affinity_shape.go rule_shapes.go service_stage.go
 //     stale_cleanup.go
-//     the per-service-port stage and the clean-up, and the affinity and rule shapes. They are one layer for now: they still call each other both ways.
+//     the per-service-port stage and the clean-up, and the affinity and rule shapes. They
+//     are one layer for now: they still call each other both ways (methods of one stage
+//     value).
 //   - outside: cleanup.go doc.go proxier.go supported.go layers.go
 //     upstream's files, and this one, which declares nothing.
 

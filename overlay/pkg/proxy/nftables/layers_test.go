@@ -40,9 +40,10 @@ var (
 	layerFile = regexp.MustCompile(`^[a-z0-9_]+\.go$`)
 )
 
-// parseLayers reads the layer list of layers.go (its "//   - name: files" items, files on the
-// item's lines): each file's layer, numbered from the bottom, and the layer names in order.
-// Files of the outsideLayers entry get -1.
+// parseLayers reads the layer list of layers.go: its "//   - name: files" items, each with
+// more files on the lines after it that hold only file names (a line with other words is the
+// item's description). It returns each file's layer, numbered from the bottom, and the layer
+// names in order. Files of the outsideLayers entry get -1.
 func parseLayers(text string) (map[string]int, []string, error) {
 	files := map[string]int{}
 	var names []string
@@ -58,10 +59,11 @@ func parseLayers(text string) (map[string]int, []string, error) {
 		} else if !strings.HasPrefix(line, "//     ") || len(names) == 0 {
 			continue
 		}
-		for _, word := range strings.Fields(strings.TrimPrefix(line, "//")) {
-			if !layerFile.MatchString(word) {
-				continue
-			}
+		words := strings.Fields(strings.TrimPrefix(line, "//"))
+		if !slices.ContainsFunc(words, layerFile.MatchString) || slices.ContainsFunc(words, func(w string) bool { return !layerFile.MatchString(w) }) {
+			continue // a description line, or the item's text after its files
+		}
+		for _, word := range words {
 			if _, dup := files[word]; dup {
 				return nil, nil, fmt.Errorf("%s is in two layers", word)
 			}
@@ -100,15 +102,7 @@ func upwardReferences(pkg *packages.Package, layer map[string]int) (violations [
 			if fd, ok := decl.(*ast.FuncDecl); ok {
 				where += ":" + fd.Name.Name
 			}
-			ast.Inspect(decl, func(n ast.Node) bool {
-				id, ok := n.(*ast.Ident)
-				if !ok {
-					return true
-				}
-				obj := pkg.TypesInfo.Uses[id]
-				if obj == nil || obj.Pkg() != pkg.Types || !declaredAtPackageLevel(pkg.Types, obj) {
-					return true
-				}
+			note := func(obj types.Object) {
 				to := fileOf(obj.Pos())
 				if toLayer, ok := layer[to]; ok && toLayer > fromLayer {
 					v := layerViolation{from: where, to: to + ":" + obj.Name()}
@@ -117,6 +111,24 @@ func upwardReferences(pkg *packages.Package, layer map[string]int) (violations [
 						violations = append(violations, v)
 					}
 				}
+			}
+			ast.Inspect(decl, func(n ast.Node) bool {
+				// A value of a higher layer's type, reached through upstream's fields
+				// (p.known), is a use of that layer even when nothing of it is named.
+				if expr, ok := n.(ast.Expr); ok {
+					if named := namedType(pkg.TypesInfo.TypeOf(expr)); named != nil && named.Obj().Pkg() == pkg.Types {
+						note(named.Obj())
+					}
+				}
+				id, ok := n.(*ast.Ident)
+				if !ok {
+					return true
+				}
+				obj := pkg.TypesInfo.Uses[id]
+				if obj == nil || obj.Pkg() != pkg.Types || !declaredAtPackageLevel(pkg.Types, obj) {
+					return true
+				}
+				note(obj)
 				return true
 			})
 		}
@@ -125,6 +137,15 @@ func upwardReferences(pkg *packages.Package, layer map[string]int) (violations [
 		return strings.Compare(a.from+" "+a.to, b.from+" "+b.to)
 	})
 	return violations, unlayered
+}
+
+// namedType returns the named type of t, or of what t points to, or nil.
+func namedType(t types.Type) *types.Named {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	named, _ := t.(*types.Named)
+	return named
 }
 
 // declaredAtPackageLevel reports whether obj is one of pkg's package-level objects, a method,
@@ -158,8 +179,24 @@ func TestOverlayLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pkgs) != 1 || len(pkgs[0].Errors) > 0 {
-		t.Fatalf("loading the package: %d packages, errors %v", len(pkgs), pkgs[0].Errors)
+	if len(pkgs) != 1 {
+		t.Fatalf("loading the package gave %d packages, want 1", len(pkgs))
+	}
+	if len(pkgs[0].Errors) > 0 {
+		t.Fatalf("loading the package: %v", pkgs[0].Errors)
+	}
+	loaded := map[string]bool{}
+	for _, f := range pkgs[0].Syntax {
+		name := filepath.Base(pkgs[0].Fset.Position(f.Pos()).Filename)
+		loaded[name] = true
+		if name == "layers.go" && len(f.Decls) > 0 {
+			t.Errorf("layers.go declares %d things; it is outside the layers and must declare nothing", len(f.Decls))
+		}
+	}
+	for file := range layer {
+		if !loaded[file] {
+			t.Errorf("layers.go names %s, which is not a production file of the package", file)
+		}
 	}
 	violations, unlayered := upwardReferences(pkgs[0], layer)
 	for _, file := range unlayered {
@@ -179,13 +216,29 @@ func TestOverlayLayers(t *testing.T) {
 	if !slices.Contains(violations, want) {
 		t.Errorf("with rule_text.go above table_reader.go: violations %v, want among them %v", violations, want)
 	}
+	// And a method reached through a promoted field: the splitter's run calls its
+	// committer's runAll.
+	inverted = maps.Clone(layer)
+	inverted["committer.go"] = layer["transactions.go"] + 1
+	violations, _ = upwardReferences(pkgs[0], inverted)
+	want = layerViolation{from: "transactions.go:run", to: "committer.go:runAll"}
+	if !slices.Contains(violations, want) {
+		t.Errorf("with committer.go above transactions.go: violations %v, want among them %v", violations, want)
+	}
+	// And a file that no layer names.
+	unnamed := maps.Clone(layer)
+	delete(unnamed, "drift.go")
+	if _, unlayered := upwardReferences(pkgs[0], unnamed); !slices.Equal(unlayered, []string{"drift.go"}) {
+		t.Errorf("with drift.go in no layer: unlayered %v, want [drift.go]", unlayered)
+	}
 }
 
 // TestParseLayers checks the reading of the layer list.
 func TestParseLayers(t *testing.T) {
 	files, names, err := parseLayers(`// intro a.go
 //   - low: a.go b.go
-//     what it holds, c.go
+//     c.go
+//     what it holds, with f.go named in passing
 //   - high: d.go
 //   - outside: e.go
 //     more

@@ -26,7 +26,7 @@ import (
 // A sync's records: what each service port's generation (servicePortRecorder) and the
 // clean-up (cleanupOps) would write, as structured values, queued in order. The stage merges
 // them into the sync's transactions; the lower layers' inputs are derived from them here, so
-// that nothing re-parses rule text that kube-proxy generated: the drift check's chain hashes
+// that nothing re-parses a transaction's text to learn them: the drift check's chain hashes
 // (chainWritesOf) and the planner's set counts (countSetOps, freedSets).
 
 // stageVerb is what the merge does with a recorded entry.
@@ -169,7 +169,7 @@ func chainWritesOf(rec *servicePortRecorder) []chainWrite {
 
 // freedSets returns how many anonymous sets the chains that rec flushes hold in the kernel:
 // the sync frees them, and forgets them. It returns 0 when the splitter does not weigh sets.
-func (s *txSplitter) freedSets(rec *servicePortRecorder) int {
+func freedSets(s *txSplitter, rec *servicePortRecorder) int {
 	freed := 0
 	for _, e := range rec.entries {
 		if chain, ok := e.obj.(*knftables.Chain); ok && e.verb == stageFlush {

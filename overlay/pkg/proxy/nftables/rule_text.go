@@ -26,9 +26,10 @@ import (
 )
 
 // Rule text: the bottom layer of the overlay (layers.go). kube-proxy writes rules as nft text,
-// and the kernel's listing gives them back as text; the drift check hashes both the same way,
-// and the kernel link and the splitter read what a transaction's text writes and which sets
-// its rules name. These functions only compute on strings.
+// and the kernel's listing gives them back as text; the drift check and the table reader hash
+// both the same way, the kernel link and the chain memory read what a transaction's text
+// writes, and the records count the sets a rule names. These functions only compute on
+// strings.
 
 // fnv64 constants (FNV-1a).
 const (

@@ -325,7 +325,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		deleted := tx.NumOperations() - merged
 		d := &st.derived[i]
 		lookups, created := d.setOps.operations(merged - before)
-		splitter.weighSets(lookups+deleted, created-deleted-splitter.freedSets(rec))
+		splitter.weighSets(lookups+deleted, created-deleted-freedSets(splitter, rec))
 		checked += d.checked
 		rewritten += d.rewritten
 	})

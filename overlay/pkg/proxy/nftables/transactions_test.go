@@ -312,17 +312,17 @@ func TestSplitterWeighsSetOperations(t *testing.T) {
 		{verb: stageAdd, obj: &knftables.Chain{Name: "svc-b"}},
 		{verb: stageFlush, obj: &knftables.Chain{Name: "svc-c"}},
 	}
-	if got := s.freedSets(rec); got != 2 {
+	if got := freedSets(s, rec); got != 2 {
 		t.Errorf("flushing svc-a (2 anonymous sets) and svc-c (none) freed %d sets, want 2", got)
 	}
-	if got := s.freedSets(rec); got != 0 {
+	if got := freedSets(s, rec); got != 0 {
 		t.Errorf("flushing svc-a again freed %d sets, want 0", got)
 	}
 
 	// Without splitting, nothing is weighed or counted.
 	off := &txSplitter{committer: committer{nft: nft}, countSets: countSets}
 	off.weighSets(5, 5)
-	if counted != 1 || off.surcharge != 0 || off.cut(tx) != tx || off.freedSets(rec) != 0 {
+	if counted != 1 || off.surcharge != 0 || off.cut(tx) != tx || freedSets(off, rec) != 0 {
 		t.Errorf("a splitter with max 0 weighed set operations (counted %d, surcharge %d)", counted, off.surcharge)
 	}
 }
