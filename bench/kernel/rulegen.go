@@ -18,25 +18,18 @@ const (
 	// V4 is one rule per endpoint, "numgen random mod (K-i) 0 dnat to IP:PORT" for endpoint
 	// i < K-1 and a plain dnat for the last: endpoint i is taken with probability 1/K overall.
 	V4 = "v4"
-	// V5 is one map shared by all services, keyed by clusterIP . proto . port . bucket, with
-	// one "dnat ... to ip daddr . meta l4proto . th dport . numgen random mod K map @..." rule
-	// per service port.
-	V5 = "v5"
 	// A0 is upstream's affinity shape: per endpoint a chain and a named dynamic set of
 	// client addresses; the service chain tries each set, then a numgen vmap.
 	A0 = "a0"
-	// A1 is a shared-affinity shape: one dynamic map, client . clusterIP . proto . port ->
-	// endpoint, consulted first; otherwise V4's per-endpoint rules, each recording its
-	// choice in the map. (A set keyed by client . endpoint cannot be tested before the DNAT
-	// with nft 1.0.6: a constant cannot appear in the left-hand concatenation of a lookup.)
-	A1 = "a1"
 )
 
-// Variants lists the variants in report order.
-var Variants = []string{V0, V4, V5, A0, A1}
+// Variants lists the variants in report order. Two losing variants were removed once measured
+// (a map shared by all services, and a shared affinity map keyed by client and service); their
+// figures are in bench/RESULTS.md, "Rule-shape probe".
+var Variants = []string{V0, V4, A0}
 
 // IsAffinityVariant reports whether v is written for session-affinity services.
-func IsAffinityVariant(v string) bool { return v == A0 || v == A1 }
+func IsAffinityVariant(v string) bool { return v == A0 }
 
 // RuleSpec is the synthetic cluster of a generated ruleset.
 type RuleSpec struct {
@@ -44,7 +37,7 @@ type RuleSpec struct {
 	ServicePorts    int    // total service ports; services = ServicePorts / PortsPerService
 	PortsPerService int
 	Endpoints       int // per service
-	AffinitySeconds int // client-IP affinity timeout for A0/A1
+	AffinitySeconds int // client-IP affinity timeout for A0
 	Table           string
 }
 
@@ -63,7 +56,7 @@ func ProbeSpec(fam string, servicePorts int) RuleSpec {
 // first and everything written again, as a full re-sync does.
 func GenerateRuleset(w io.Writer, v string, s RuleSpec, reload bool) error {
 	switch v {
-	case V0, V4, V5, A0, A1:
+	case V0, V4, A0:
 	default:
 		return fmt.Errorf("unknown rule-shape variant %q", v)
 	}
@@ -103,15 +96,6 @@ func GenerateRuleset(w io.Writer, v string, s RuleSpec, reload bool) error {
 	g.rule("nat-postrouting", "jump masquerading")
 	g.obj("map", "service-ips", fmt.Sprintf("{ type %s . inet_proto . inet_service : verdict ; comment \"ClusterIP, ExternalIP and LoadBalancer IP traffic\" ; }", addrType))
 	g.rule("services", fmt.Sprintf("%s daddr . meta l4proto . th dport vmap @service-ips", ipX))
-	if v == V5 {
-		// typeof names "tcp dport", not "th dport": nft 1.0.6 cannot re-read a map whose
-		// typeof holds "th dport" next to a rule that matched the protocol ("conflicting
-		// protocols specified: tcp vs. th") once the table exists. The key type is the same.
-		g.obj("map", "service-endpoints", fmt.Sprintf("{ typeof %s daddr . meta l4proto . tcp dport . numgen random mod 2 : %s daddr . tcp dport ; }", ipX, ipX))
-	}
-	if v == A1 {
-		g.obj("map", "affinity", fmt.Sprintf("{ typeof %s saddr . %s daddr . meta l4proto . tcp dport : %s daddr . tcp dport ; size 1048576 ; flags dynamic,timeout ; timeout %ds ; }", ipX, ipX, ipX, s.AffinitySeconds))
-	}
 
 	ep := 0
 	for svc := 0; svc < s.Services(); svc++ {
@@ -140,11 +124,6 @@ func GenerateRuleset(w io.Writer, v string, s RuleSpec, reload bool) error {
 				for i, e := range eps {
 					g.rule(chain, numgenPrefix(i, k)+fmt.Sprintf("meta l4proto tcp dnat %s to %s", ipX, hostPort(e, tport)))
 				}
-			case V5:
-				g.rule(chain, fmt.Sprintf("meta l4proto tcp dnat %s addr . port to %s daddr . meta l4proto . th dport . numgen random mod %d map @service-endpoints", ipX, ipX, k))
-				for i, e := range eps {
-					g.cmd("add element %s %s service-endpoints { %s . tcp . %d . %d : %s . %d }", g.fam, g.table, cip, port, i, e, tport)
-				}
 			case A0:
 				var vmap []string
 				for i, e := range eps {
@@ -160,12 +139,6 @@ func GenerateRuleset(w io.Writer, v string, s RuleSpec, reload bool) error {
 					vmap = append(vmap, fmt.Sprintf("%d : goto %s", i, epChain))
 				}
 				g.rule(chain, fmt.Sprintf("numgen random mod %d vmap { %s }", k, strings.Join(vmap, " , ")))
-			case A1:
-				g.rule(chain, fmt.Sprintf("meta l4proto tcp dnat %s addr . port to %s saddr . %s daddr . meta l4proto . th dport map @affinity", ipX, ipX, ipX))
-				for i, e := range eps {
-					g.rule(chain, numgenPrefix(i, k)+fmt.Sprintf("update @affinity { %s saddr . %s daddr . meta l4proto . th dport timeout %ds : %s . %d } meta l4proto tcp dnat %s to %s",
-						ipX, ipX, s.AffinitySeconds, e, tport, ipX, hostPort(e, tport)))
-				}
 			}
 		}
 	}

@@ -26,9 +26,7 @@ func TestGenerateRulesetCounts(t *testing.T) {
 	}{
 		{V0, 12, 12, 0, 1},
 		{V4, 0, 24, 0, 1},
-		{V5, 0, 12, 0, 1},
 		{A0, 0, 24, 24, 3},
-		{A1, 0, 12 + 24, 0, 1},
 	} {
 		out := genRules(t, tc.v, spec, false)
 		if got := count(out, "numgen random mod 2 map {"); got != tc.numgenMaps {
@@ -94,22 +92,10 @@ func TestGenerateRulesetIPv6(t *testing.T) {
 	}
 }
 
-func TestGenerateRulesetV5AndAffinity(t *testing.T) {
-	spec := ProbeSpec(FamIPv4, 6)
-	v5 := genRules(t, V5, spec, false)
-	if count(v5, "add map ip kube-proxy service-endpoints") != 1 || count(v5, "add element ip kube-proxy service-endpoints {") != 12 {
-		t.Errorf("v5: want one shared map with 12 elements:\n%s", v5)
-	}
-	if !strings.Contains(v5, "add element ip kube-proxy service-endpoints { 172.30.0.1 . tcp . 85 . 1 : 10.1.0.2 . 8085 }") {
-		t.Error("v5: element of port 85, bucket 1 missing")
-	}
-	a0 := genRules(t, A0, spec, false)
+func TestGenerateRulesetAffinity(t *testing.T) {
+	a0 := genRules(t, A0, ProbeSpec(FamIPv4, 6), false)
 	if !strings.Contains(a0, "flags dynamic,timeout ; timeout 10800s") || count(a0, "update @affinity-") != 12 {
 		t.Error("a0: per-endpoint dynamic sets with updates missing")
-	}
-	a1 := genRules(t, A1, spec, false)
-	if count(a1, "add map ip kube-proxy affinity ") != 1 || count(a1, "update @affinity {") != 12 {
-		t.Error("a1: one shared dynamic map with per-endpoint updates expected")
 	}
 }
 
@@ -202,7 +188,7 @@ func TestEvalRuleset(t *testing.T) {
 	if !strings.Contains(v0, "numgen random mod 2 vmap { 0 : accept , 1 : accept }") {
 		t.Errorf("v0 eval ruleset:\n%s", v0)
 	}
-	if _, err := EvalRuleset(A1, 2, "10.98.0.2", 9999); err == nil {
-		t.Error("a1: no error")
+	if _, err := EvalRuleset(A0, 2, "10.98.0.2", 9999); err == nil {
+		t.Error("a0: no error")
 	}
 }
