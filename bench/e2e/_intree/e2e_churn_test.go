@@ -2,9 +2,13 @@ package kpconformance
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -117,6 +121,10 @@ func (b *benchRun) churn(ctx context.Context, r *kpe2e.Run) error {
 		return nil
 	})
 	waitEnd := time.Now()
+	if err := mon.failure(); err != nil {
+		progress("%s at %d: %v", b.p.name, b.size, err)
+		r.Note = strings.TrimSpace(r.Note + " " + err.Error())
+	}
 	if err := poll(ctx, 3*b.params.FullSyncPeriod+limit, func() error {
 		if err := b.kp.exited(); err != nil {
 			return err
@@ -129,7 +137,7 @@ func (b *benchRun) churn(ctx context.Context, r *kpe2e.Run) error {
 		if b.kp.exited() != nil {
 			return err
 		}
-		r.Note = fmt.Sprintf("only %d periodic full syncs completed in %v after the churn began", fs.count(), time.Since(start).Round(time.Second))
+		r.Note = strings.TrimSpace(r.Note + " " + fmt.Sprintf("only %d periodic full syncs completed in %v after the churn began", fs.count(), time.Since(start).Round(time.Second)))
 	}
 	close(stopWatch)
 	<-watchDone
@@ -187,10 +195,14 @@ func programmingBuckets() (kpe2e.Metrics, []kpe2e.Bucket, error) {
 // monitor runs `nft monitor new elements` in the node namespace and records when each element of
 // a service-ips map was first reported.
 type monitor struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	mu   sync.Mutex
-	at   map[string]time.Time
+	cmd    *exec.Cmd
+	done   chan struct{}
+	stderr bytes.Buffer
+	mu     sync.Mutex
+	at     map[string]time.Time
+	// ended is why the monitor stopped reading before stop: nft exited, or a line was too
+	// long to scan. After that no change is seen, so the run reports it.
+	ended error
 }
 
 // startMonitor starts the monitor; it listens before it returns.
@@ -201,10 +213,11 @@ func startMonitor() (*monitor, error) {
 	if err != nil {
 		return nil, err
 	}
+	m := &monitor{cmd: cmd, done: make(chan struct{}), at: map[string]time.Time{}}
+	cmd.Stderr = &m.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	m := &monitor{cmd: cmd, done: make(chan struct{}), at: map[string]time.Time{}}
 	go func() {
 		defer close(m.done)
 		sc := bufio.NewScanner(out)
@@ -222,6 +235,9 @@ func startMonitor() (*monitor, error) {
 				m.mu.Unlock()
 			}
 		}
+		m.mu.Lock()
+		m.ended = fmt.Errorf("nft monitor stopped reading at %s: %v", time.Now().Format(time.TimeOnly), cmp.Or(sc.Err(), io.EOF))
+		m.mu.Unlock()
 	}()
 	// nft subscribes to the netlink group before it reads; give it a moment to get there.
 	time.Sleep(300 * time.Millisecond)
@@ -245,6 +261,21 @@ func (m *monitor) count(changes []change) int {
 		}
 	}
 	return n
+}
+
+// failure returns why the monitor stopped reading before stop, with the end of nft's
+// standard error, or nil while it reads.
+func (m *monitor) failure() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ended == nil {
+		return nil
+	}
+	tail := m.stderr.String()
+	if len(tail) > 300 {
+		tail = tail[len(tail)-300:]
+	}
+	return fmt.Errorf("%w; nft said: %q", m.ended, tail)
 }
 
 // stop ends the monitor.
