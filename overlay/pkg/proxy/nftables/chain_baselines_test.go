@@ -206,9 +206,22 @@ func TestRealKernelDriftCheckOverNetlink(t *testing.T) {
 	sync()
 	run("add", "table", "ip", "other")
 	check("after someone else's commit", nil, "netlink", 1)
-	// That sync's own writes are pending: the next one reads a dump, which confirms them.
+	// That sync's own writes are pending, and no one else has committed since: the next one
+	// confirms them chain by chain and reads no dump of the table.
+	check("the next full sync", nil, "generation", 0)
+	// Writes beyond what confirmNow confirms at once (here: all of them), then someone else's
+	// commit: the full sync before that commit confirmed them, so the dump after it resolves
+	// every chain without a text listing.
+	setSplitTestCluster(fp, 3)
+	setSplitTestCluster(ref, 3)
+	sync()
+	if m := link.memory("ip kube-proxy"); len(m.pending) == 0 {
+		t.Fatal("a partial sync's writes were confirmed although confirmNow is off")
+	}
+	check("after writes left pending", nil, "generation", 0)
+	run("add", "table", "ip", "before-the-dump")
+	check("after someone else's commit, with the writes confirmed", nil, "netlink", 0)
 	link.maxConfirmNow = maxConfirmedAtOnce
-	check("the next full sync", nil, "netlink", 0)
 	check("with nothing pending", nil, "generation", 0)
 
 	// A rule replaced behind kube-proxy's back keeps its handle; its chain is still found and
@@ -231,12 +244,12 @@ func TestRealKernelDriftCheckOverNetlink(t *testing.T) {
 
 	// A partial sync that changes a service keeps the table remembered: its writes are
 	// confirmed at once. Someone else's commit after it costs a dump, but no text listing.
-	setSplitTestCluster(fp, 3)
-	setSplitTestCluster(ref, 3)
-	sync()
-	check("after a partial sync", nil, "generation", 0)
 	setSplitTestCluster(fp, 4)
 	setSplitTestCluster(ref, 4)
+	sync()
+	check("after a partial sync", nil, "generation", 0)
+	setSplitTestCluster(fp, 5)
+	setSplitTestCluster(ref, 5)
 	sync()
 	run("add", "table", "ip", "another")
 	check("after a partial sync and someone else's commit", nil, "netlink", 0)

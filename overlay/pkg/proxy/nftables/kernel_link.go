@@ -77,13 +77,16 @@ type nftLink struct {
 	// (own_commits.go).
 	own               ownCommitLog
 	keptAcrossCommits uint64
-	// snapshotPieceRead, when set (by tests), is each snapshot socket's pieceRead.
+	// snapshotPieceRead, when set (by tests), is each snapshot socket's pieceRead, and
+	// perChainAbove each snapshot socket's perChainAbove (perChainDumpAbove).
 	snapshotPieceRead func(family uint8, msg uint16, piece int)
+	perChainAbove     int
 }
 
 // newNFTLink returns a link whose sockets dial opens.
 func newNFTLink(dial func() (int, error)) *nftLink {
-	return &nftLink{dial: dial, seed: maphash.MakeSeed(), tables: map[string]*chainMemory{}, maxConfirmNow: maxConfirmedAtOnce}
+	return &nftLink{dial: dial, seed: maphash.MakeSeed(), tables: map[string]*chainMemory{},
+		maxConfirmNow: maxConfirmedAtOnce, perChainAbove: perChainDumpAbove}
 }
 
 var (
@@ -174,40 +177,52 @@ func (l *nftLink) runTracked(table string, txText func() string, run func() erro
 }
 
 // maxConfirmedAtOnce bounds how many chains a transaction may leave pending for confirmNow to
-// confirm them at once, one small dump each; more wait for the next full sync's snapshot.
+// confirm them at once, one small dump each (about 14 µs, bench/RESULTS.md), so that a partial
+// sync stays short; more wait for the next full sync, which confirms them the same way (quiet)
+// or by its snapshot.
 const maxConfirmedAtOnce = 512
 
-// confirmNow turns m's pending writes into baselines at once, right after kube-proxy's own
-// commit that left the ruleset at generation gen, when they are few (a partial sync's): it
-// dumps each written chain by name, and keeps what it read if the generation is still gen
-// then, so that no one else can have committed in between. Confirmed writes do not depend on
-// the next full sync, and with no write left pending that sync can use the remembered table
-// (quiet). On any failure the writes stay pending. The caller holds l.mu.
+// confirmNow confirms m's pending writes (confirm) right after kube-proxy's own commit that
+// left the ruleset at generation gen, when they are at most maxConfirmNow (a partial sync's).
+// Confirmed writes do not depend on the next full sync, and no one else's commit can make them
+// unknown. The caller holds l.mu.
 func (l *nftLink) confirmNow(c *nftNetlink, table string, m *chainMemory, gen uint32) {
-	if len(m.pending) == 0 || len(m.pending) > l.maxConfirmNow {
-		return
+	if len(m.pending) <= l.maxConfirmNow {
+		l.confirm(c, table, m, gen)
+	}
+}
+
+// confirm turns all of m's pending writes into baselines, each by a dump of its chain by name,
+// if every one is sure and of the link's epoch and the ruleset is at generation gen, the one
+// after kube-proxy's last commit, once they are read: no one else can then have committed
+// since the writes. It reports whether no write is left pending; on any failure they all stay
+// pending. The caller holds l.mu.
+func (l *nftLink) confirm(c *nftNetlink, table string, m *chainMemory, gen uint32) bool {
+	if len(m.pending) == 0 {
+		return true
 	}
 	family, name := splitLinkTable(table)
 	sets, _, err := c.tableSets(family, name)
 	if err != nil {
-		return
+		return false
 	}
 	hashes := make(map[string]uint64, len(m.pending))
 	for chain, p := range m.pending {
 		if p.unsure || p.epoch != l.epoch {
-			return
+			return false
 		}
 		if hashes[chain], err = c.chainHash(family, name, chain, l.seed, sets); err != nil {
-			return
+			return false
 		}
 	}
 	if now, err := c.generation(); err != nil || now != gen {
-		return
+		return false
 	}
 	for chain, kh := range hashes {
 		m.baselines[chain] = chainBaseline{kernel: kh, text: m.pending[chain].text}
 	}
 	clear(m.pending)
+	return true
 }
 
 // splitLinkTable returns the netlink family and the name of a table named as in the link's
@@ -272,7 +287,7 @@ func (l *nftLink) snapshot(family uint8, table string) (*tableSnapshot, error) {
 		return nil, err
 	}
 	defer c.close()
-	c.pieceRead = l.snapshotPieceRead
+	c.pieceRead, c.perChainAbove = l.snapshotPieceRead, l.perChainAbove
 	for try := 1; ; try++ {
 		snap, err := c.read(family, table, l.seed)
 		if err == nil && !l.keep(family, snap) {
@@ -388,17 +403,19 @@ func (l *nftLink) rebaseline(table string, snap *tableSnapshot, listing *kernelL
 }
 
 // quiet returns, when nothing can have changed table since the link last read or wrote it,
-// what the kernel holds, with no dump: the ruleset generation is the one after the last commit
-// the link saw, every commit since the table's last complete read was one of kube-proxy's own,
-// and each of them wrote chains whose rules it knows. A commit is the only way to change a
-// chain, and each one moves the generation, so the table is then exactly as remembered. It
-// returns nil otherwise, and while a write is pending (the caller reads a snapshot).
+// what the kernel holds, with no dump of the table: the ruleset generation is the one after the
+// last commit the link saw, every commit since the table's last complete read was one of
+// kube-proxy's own, and each of them wrote chains whose rules it knows. A commit is the only
+// way to change a chain, and each one moves the generation, so the table is then exactly as
+// remembered. Writes still pending (more than confirmNow confirms at once) are confirmed first,
+// each by a dump of its chain: that keeps their baselines for a later snapshot, at a cost that
+// grows with the writes, not with the table. It returns nil otherwise (the caller reads a
+// snapshot).
 func (l *nftLink) quiet(table string) *kernelListing {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	m := l.tables[table]
-	if m == nil || !m.heldValid || m.heldEpoch != l.epoch || !l.genKnown || len(m.pending) > 0 {
-		// A pending write needs the snapshot to be confirmed; see confirmNow.
+	if m == nil || !m.heldValid || m.heldEpoch != l.epoch || !l.genKnown {
 		return nil
 	}
 	c, err := l.open()
@@ -406,7 +423,7 @@ func (l *nftLink) quiet(table string) *kernelListing {
 		return nil
 	}
 	defer c.close()
-	if gen, err := c.generation(); err != nil || gen != l.gen {
+	if gen, err := c.generation(); err != nil || gen != l.gen || !l.confirm(c, table, m, gen) {
 		return nil
 	}
 	return &kernelListing{chains: maps.Clone(m.held), sets: slices.Sorted(maps.Keys(m.heldSets)), listedSets: true, drifted: map[string]bool{}}

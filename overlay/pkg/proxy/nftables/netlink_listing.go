@@ -87,6 +87,10 @@ type nftNetlink struct {
 	// piece's number (from 1). The kernel makes each piece when the one before is received,
 	// so whatever pieceRead commits lands inside the dump, before its third piece.
 	pieceRead func(family uint8, msg uint16, piece int)
+	// perChainAbove is the most chains a table may have for read to dump its rules in one
+	// dump; a larger table's rules are dumped chain by chain. 0 dumps every table chain by
+	// chain.
+	perChainAbove int
 }
 
 // openNetfilterSocket opens a NETLINK_NETFILTER socket in the calling thread's network
@@ -107,7 +111,7 @@ func openNetfilterSocket() (int, error) {
 // newNFTNetlink wraps the socket fd, which it then owns.
 func newNFTNetlink(fd int) *nftNetlink {
 	// A dump's messages come in buffers of at most 32 KiB.
-	return &nftNetlink{fd: fd, buf: make([]byte, 128<<10)}
+	return &nftNetlink{fd: fd, buf: make([]byte, 128<<10), perChainAbove: perChainDumpAbove}
 }
 
 // close closes the socket.
@@ -358,7 +362,7 @@ func (c *nftNetlink) read(family uint8, table string, seed maphash.Seed) (*table
 	if err = readOn(err); err != nil {
 		return nil, fmt.Errorf("dumping the chains of %s: %w", table, err)
 	}
-	err = c.request(nftMsgGetRule, family, true, filter, func(attrs []byte) error {
+	addRule := func(attrs []byte) error {
 		chain, exprs, udata, err := parseRule(attrs)
 		if err != nil {
 			return err
@@ -374,12 +378,37 @@ func (c *nftNetlink) read(family uint8, table string, seed maphash.Seed) (*table
 		shape.anonRefs += anonRefs
 		snap.shapes[chain] = shape
 		return err
-	})
-	if err = readOn(err); err != nil {
+	}
+	if len(snap.chains) <= c.perChainAbove {
+		err = readOn(c.request(nftMsgGetRule, family, true, filter, addRule))
+	} else {
+		for chain := range snap.chains {
+			err = c.request(nftMsgGetRule, family, true, chainFilter(table, chain), addRule)
+			if errors.Is(err, unix.ENOENT) {
+				err = errTableChanged // deleted after the chain dump: the generation moved
+			}
+			if err = readOn(err); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("dumping the rules of %s: %w", table, err)
 	}
 	snap.end, err = c.generation()
 	return snap, err
+}
+
+// perChainDumpAbove is how many chains a table may have for a snapshot to dump all its rules
+// in one dump. The kernel resumes such a dump, for each piece of its answer (at most 32 KiB),
+// by walking the table's rules again from the first, so its time grows with the square of the
+// table; a dump of one chain's rules finds the chain by name. Past this size, dumping each
+// chain's rules on its own costs less (bench/RESULTS.md, "Figures behind constants").
+const perChainDumpAbove = 16384
+
+// chainFilter is the attributes of a rule dump of one chain of table.
+func chainFilter(table, chain string) []byte {
+	return append(nlAttr(nftaTable, nlString(table)), nlAttr(nftaRuleChain, nlString(chain))...)
 }
 
 // tableSets dumps the sets of family/table: every set by name, and the names of the named
@@ -433,8 +462,7 @@ func parseRule(attrs []byte) (chain string, exprs, udata []byte, err error) {
 // name, so the cost does not grow with the table.
 func (c *nftNetlink) chainHash(family uint8, table, chain string, seed maphash.Seed, sets map[string]setRef) (uint64, error) {
 	h := kernelHashSeed(seed)
-	filter := append(nlAttr(nftaTable, nlString(table)), nlAttr(nftaRuleChain, nlString(chain))...)
-	err := c.request(nftMsgGetRule, family, true, filter, func(attrs []byte) error {
+	err := c.request(nftMsgGetRule, family, true, chainFilter(table, chain), func(attrs []byte) error {
 		_, exprs, udata, err := parseRule(attrs)
 		if err != nil {
 			return err

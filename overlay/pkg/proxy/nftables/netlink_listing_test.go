@@ -18,6 +18,7 @@ package nftables
 
 import (
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,13 +62,25 @@ func TestRealKernelNetlinkSnapshot(t *testing.T) {
 	real, run := realNFT(t, knftables.IPv4Family)
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
 	link := linkKernel(t, fp, real)
+	// snap reads the table both ways, its rules in one dump and chain by chain
+	// (perChainDumpAbove), and fails unless the two read the same.
 	snap := func() *tableSnapshot {
 		t.Helper()
-		s, err := link.snapshot(nfprotoIPv4, kubeProxyTable)
-		if err != nil {
-			t.Fatal(err)
+		var both [2]*tableSnapshot
+		for i, above := range []int{math.MaxInt, 0} {
+			link.perChainAbove = above
+			s, err := link.snapshot(nfprotoIPv4, kubeProxyTable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			both[i] = s
 		}
-		return s
+		whole, perChain := both[0], both[1]
+		if !maps.Equal(whole.chains, perChain.chains) || !maps.Equal(whole.shapes, perChain.shapes) ||
+			!slices.Equal(whole.sets, perChain.sets) || whole.allSets != perChain.allSets {
+			t.Fatalf("the table read in one dump %+v and chain by chain %+v differ", whole, perChain)
+		}
+		return whole
 	}
 	if s := snap(); len(s.chains) != 0 || len(s.sets) != 0 {
 		t.Fatalf("a missing table read as %d chains and sets %v, want none", len(s.chains), s.sets)
@@ -161,5 +174,23 @@ func TestRealKernelNetlinkSnapshot(t *testing.T) {
 	run("add", "rule", "ip", kubeProxyTable, "a", "ip", "saddr", "10.0.0.2", "drop", "comment", `"two"`)
 	if got := snap().chains["a"]; got != first.chains["a"] {
 		t.Error("chain a, re-written with its first rules, hashes differently from the first time")
+	}
+
+	// A chain deleted between the chain dump and the dump of its rules by name: the reading
+	// saw the table change, and the next one stands without it.
+	link.perChainAbove = 0
+	deleted := false
+	link.snapshotPieceRead = func(_ uint8, msg uint16, _ int) {
+		if msg == nftMsgGetChain && !deleted {
+			deleted = true
+			run("delete", "chain", "ip", kubeProxyTable, "b")
+		}
+	}
+	s, err := link.snapshot(nfprotoIPv4, kubeProxyTable)
+	if err != nil || !deleted {
+		t.Fatalf("a reading that a deleted chain interrupted: err %v, deleted %v", err, deleted)
+	}
+	if _, found := s.chains["b"]; found || len(s.chains) != 2 {
+		t.Errorf("after chain b was deleted during a reading, it read chains %v", slices.Sorted(maps.Keys(s.chains)))
 	}
 }
