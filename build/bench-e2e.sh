@@ -37,6 +37,7 @@ for f in "$root"/bench/e2e/*.go; do
 	cp "$f" "$src/test/kpe2e/"
 done
 lay_rtnlprobe "$src"
+lay_netns "$src"
 log "building $test_bin"
 # No -trimpath: cmd/kube-apiserver/app/testing finds its testdata by its source path.
 (cd "$src" && CGO_ENABLED=0 go test -c -vet=off -o "$test_bin" ./test/kpconformance)

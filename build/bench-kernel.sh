@@ -41,6 +41,7 @@ bench_tree() {
 	done
 	cp "$root/bench/kernel/$adapter" "$dst.tmp/test/benchkernel/"
 	lay_rtnlprobe "$dst.tmp"
+	lay_netns "$dst.tmp"
 	rm -rf "$dst"
 	mv "$dst.tmp" "$dst"
 }

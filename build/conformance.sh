@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # conformance.sh PRISTINE PATCHED_BIN UPSTREAM_BIN: node-level conformance on the real kernel
 # (make conformance; part of make test; root). It lays conformance/_harness into
-# test/kpconformance of a hard-linked copy of the assembled PRISTINE tree, builds it there as a
+# test/kpconformance (and overlay/test/netns into test/netns) of a hard-linked copy of the
+# assembled PRISTINE tree, builds it there as a
 # test binary (embedded etcd and an in-process kube-apiserver, from upstream's own go.mod), and
 # runs it against both kube-proxy binaries. Progress goes to stdout as it happens; the side-by-side
 # report comes last, ending with `patched: N passed, N failed`. Every component's log is kept in
@@ -28,6 +29,7 @@ fi
 rm -rf "${src:?}/$pkg"
 mkdir -p "$src/$pkg" "$out/bin"
 cp "$root"/conformance/_harness/*.go "$src/$pkg/"
+lay_netns "$src"
 log "building $test_bin"
 # No -trimpath: cmd/kube-apiserver/app/testing finds its testdata by its source path. No vet: it
 # would analyse all of kube-apiserver's dependencies.

@@ -85,6 +85,21 @@ lay_rtnlprobe() {
 	cp "$root"/bench/_rtnlprobe/*.go "$1/test/rtnlprobe/"
 }
 
+# lay_netns TREE lays the network-namespace helpers of the real-kernel tests
+# (overlay/test/netns, which the patched tree has already) into TREE/test/netns, importable as
+# k8s.io/kubernetes/test/netns, for the harness and benchmarks built in a copy of the pristine
+# tree. As for lay_rtnlprobe, the directory is replaced, not modified in place.
+lay_netns() {
+	local root f
+	root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	rm -rf "$1/test/netns"
+	mkdir -p "$1/test/netns"
+	for f in "$root"/overlay/test/netns/*.go; do
+		case "$f" in *_test.go) continue ;; esac
+		cp "$f" "$1/test/netns/"
+	done
+}
+
 # harness_args TARGET PRISTINE PATCHED_BIN UPSTREAM_BIN: the checks that the harness runners
 # (build/conformance.sh, build/bench-e2e.sh) share. It sets pristine (absolute), patched_bin and
 # upstream_bin (real paths), requires root, and installs what the tests need.

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"k8s.io/kubernetes/test/netns"
 )
 
 type orchestrator struct {
@@ -46,15 +48,15 @@ func (o *orchestrator) newNetns(tag string) (string, error) {
 	name := fmt.Sprintf("%s-%s%d", o.id, tag, o.nsSeq)
 	o.netns = append(o.netns, name)
 	o.mu.Unlock()
-	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("ip netns add %s: %v: %s", name, err, out)
+	if err := netns.Add(name); err != nil {
+		return "", err
 	}
-	_ = exec.Command("ip", "-n", name, "link", "set", "lo", "up").Run()
 	return name, nil
 }
 
+// delNetns kills the processes in netns name, deletes it and forgets it.
 func (o *orchestrator) delNetns(name string) {
-	_ = exec.Command("ip", "netns", "del", name).Run()
+	_ = netns.Delete(name)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for i, n := range o.netns {

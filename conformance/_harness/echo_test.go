@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+
+	"k8s.io/kubernetes/test/netns"
 )
 
 // Ports every pod's echo servers listen on (TCP and UDP, both families).
@@ -24,7 +26,7 @@ func startEchoServers(p pod) (closeAll func(), err error) {
 			c()
 		}
 	}
-	err = inNetns(p.name, func() error {
+	err = netns.Do(p.name, func() error {
 		for _, port := range echoPorts {
 			l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
 			if err != nil {

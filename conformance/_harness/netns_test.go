@@ -2,12 +2,10 @@ package kpconformance
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"k8s.io/kubernetes/test/netns"
 )
 
 // prefix starts the name of every network namespace, link and table the harness creates, so that
@@ -45,16 +43,8 @@ func nsExec(ns string, args ...string) (string, error) {
 // with prefix, and deletes root-namespace links with the prefix. It is safe to call at any time
 // and reports nothing when there is nothing to remove.
 func cleanLeftovers() {
-	out, _ := run("ip", "netns", "list")
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || !strings.HasPrefix(f[0], prefix) {
-			continue
-		}
-		killNetnsPids(f[0])
-		_, _ = run("ip", "netns", "delete", f[0])
-	}
-	out, _ = run("ip", "-o", "link", "show")
+	_, _ = netns.Sweep(func(name string) bool { return strings.HasPrefix(name, prefix) })
+	out, _ := run("ip", "-o", "link", "show")
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 2 {
@@ -65,44 +55,4 @@ func cleanLeftovers() {
 			_, _ = run("ip", "link", "delete", name)
 		}
 	}
-}
-
-// killNetnsPids sends SIGKILL to every process that runs in network namespace ns.
-func killNetnsPids(ns string) {
-	out, _ := run("ip", "netns", "pids", ns)
-	for _, p := range strings.Fields(out) {
-		var pid int
-		if _, err := fmt.Sscanf(p, "%d", &pid); err == nil && pid > 1 && pid != os.Getpid() {
-			_ = unix.Kill(pid, unix.SIGKILL)
-		}
-	}
-}
-
-// inNetns runs fn on a locked OS thread that has joined network namespace ns; sockets that fn
-// creates stay in ns after it returns. The thread returns to the original namespace before it is
-// unlocked; if it cannot, the thread is left locked so that the runtime discards it.
-func inNetns(ns string, fn func() error) error {
-	runtime.LockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	target, err := os.Open("/run/netns/" + ns)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("setns %s: %w", ns, err)
-	}
-	ferr := fn()
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("setns back from %s: %w (thread discarded)", ns, err)
-	}
-	runtime.UnlockOSThread()
-	return ferr
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/kubernetes/test/netns"
 )
 
 // reply is a parsed echoReply.
@@ -45,7 +47,7 @@ const probeTimeout = 1500 * time.Millisecond
 // host:port, in that namespace.
 func dialFrom(ns, proto, src, host string, port int) (net.Conn, error) {
 	var c net.Conn
-	err := inNetns(ns, func() error {
+	err := netns.Do(ns, func() error {
 		d := net.Dialer{Timeout: probeTimeout}
 		if src != "" {
 			switch proto {

@@ -3,6 +3,8 @@ package kpconformance
 import (
 	"fmt"
 	"strings"
+
+	"k8s.io/kubernetes/test/netns"
 )
 
 // The world's namespaces and addresses. Every namespace name starts with prefix. The link to the
@@ -69,26 +71,37 @@ var pods = []pod{
 	{name: prefix + "pod3", index: 3, node: farNode},
 }
 
+// worldNamespaces returns the names of the world's network namespaces.
+func worldNamespaces() []string {
+	names := []string{nodeNS, clientNS, uplinkNS}
+	for _, p := range pods {
+		names = append(names, p.name)
+	}
+	return names
+}
+
 // buildTopology creates the namespaces, links, addresses and routes. It returns the first error;
 // cleanLeftovers removes whatever was created.
 func buildTopology() error {
+	// Each namespace with its loopback up.
+	for _, ns := range worldNamespaces() {
+		if err := netns.Add(ns); err != nil {
+			return err
+		}
+	}
 	lines := []string{
-		"ip netns add " + nodeNS,
-		"ip netns add " + clientNS,
 		// root <-> node: the API server's forwarder, kube-proxy's healthz and metrics.
 		"ip link add " + prefix + "api type veth peer name api0 netns " + nodeNS,
 		"ip addr add " + apiRootV4 + "/30 dev " + prefix + "api",
 		"ip link set " + prefix + "api up",
 		"ip -n " + nodeNS + " addr add " + apiNodeV4 + "/30 dev api0",
 		"ip -n " + nodeNS + " link set api0 up",
-		"ip -n " + nodeNS + " link set lo up",
 		"ip netns exec " + nodeNS + " sysctl -qw net.ipv4.ip_forward=1",
 		"ip netns exec " + nodeNS + " sysctl -qw net.ipv6.conf.all.forwarding=1",
 		"ip netns exec " + nodeNS + " sysctl -qw net.ipv6.conf.default.accept_dad=0",
 		// node <-> client.
 		"ip netns exec " + clientNS + " sysctl -qw net.ipv6.conf.default.accept_dad=0",
 		"ip -n " + nodeNS + " link add cli0 type veth peer name eth0 netns " + clientNS,
-		"ip -n " + clientNS + " link set lo up",
 		// the pods' bridge.
 		"ip -n " + nodeNS + " link add br0 type bridge",
 		"ip -n " + nodeNS + " link set br0 up",
@@ -115,7 +128,6 @@ func buildTopology() error {
 		// are routable, as on a real node, so that kube-proxy's forward-hook rules (reject) see
 		// them. (A default route back out of the client's link would make the node send ICMP
 		// redirects, which the client obeys.)
-		"ip netns add "+uplinkNS,
 		"ip netns exec "+uplinkNS+" sysctl -qw net.ipv6.conf.default.accept_dad=0",
 		"ip -n "+nodeNS+" link add up0 type veth peer name eth0 netns "+uplinkNS,
 		"ip -n "+nodeNS+" addr add 192.168.254.1/24 dev up0",
@@ -130,7 +142,6 @@ func buildTopology() error {
 	)
 	for _, p := range pods {
 		lines = append(lines,
-			"ip netns add "+p.name,
 			"ip netns exec "+p.name+" sysctl -qw net.ipv6.conf.default.accept_dad=0",
 			fmt.Sprintf("ip -n %s link add vpod%d type veth peer name eth0 netns %s", nodeNS, p.index, p.name),
 			fmt.Sprintf("ip -n %s link set vpod%d master br0", nodeNS, p.index),
@@ -139,7 +150,6 @@ func buildTopology() error {
 			// out of the port it came in on.
 			fmt.Sprintf("ip -n %s link set vpod%d type bridge_slave hairpin on", nodeNS, p.index),
 			fmt.Sprintf("ip -n %s link set vpod%d up", nodeNS, p.index),
-			"ip -n "+p.name+" link set lo up",
 		)
 		for _, f := range []family{v4, v6} {
 			nodad := ""

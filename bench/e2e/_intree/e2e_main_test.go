@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	kpe2e "k8s.io/kubernetes/test/kpe2e"
+	"k8s.io/kubernetes/test/netns"
 	"k8s.io/kubernetes/test/rtnlprobe"
 )
 
@@ -124,21 +125,12 @@ func freshNode() error {
 	if _, err := run("ip", "link", "delete", prefix+"api"); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
 		return err
 	}
-	for _, n := range append([]string{nodeNS, clientNS, uplinkNS}, podNames()...) {
-		killNetnsPids(n)
-		if _, err := run("ip", "netns", "delete", n); err != nil && !strings.Contains(err.Error(), "No such file") {
+	for _, n := range worldNamespaces() {
+		if err := netns.Delete(n); err != nil {
 			return err
 		}
 	}
 	return buildTopology()
-}
-
-func podNames() []string {
-	var out []string
-	for _, p := range pods {
-		out = append(out, p.name)
-	}
-	return out
 }
 
 // timeout bounds a wait that grows with the size: base plus per per 1000 service ports.
@@ -161,7 +153,7 @@ func (r *rtnlProbe) keep(target *rtnlprobe.NS) { r.kept = append(r.kept, target)
 // startProbe creates the probe's namespace and starts the probe with no target.
 func startProbe() (*rtnlProbe, error) {
 	ns := prefix + "rtnl"
-	if _, err := run("ip", "netns", "add", ns); err != nil {
+	if err := netns.Add(ns); err != nil {
 		return nil, err
 	}
 	own, err := rtnlprobe.Open(ns)

@@ -36,7 +36,7 @@ import (
 )
 
 // These tests send real TCP connections through the rules that the patched proxier programs into
-// the real kernel (see realkernel_netns_test.go for the namespaces), through a Service's life:
+// the real kernel (see realkernel_topology_test.go for the namespaces), through a Service's life:
 // two endpoints, no endpoint (rejected), endpoints back, a forced full sync, and deletion (the
 // stale chains are flushed at once and deleted by a later sync, and the ClusterIP is dropped).
 // make conformance-kernel61 runs them, with the other real-kernel tests, under Linux 6.1 in a VM;

@@ -22,12 +22,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/test/netns"
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/knftables"
 )
@@ -39,15 +41,15 @@ import (
 
 // addTestNetns creates the network namespace name, and removes it when the test ends. The
 // first call also removes the namespaces that earlier test processes left (sweepTestNetns).
-func addTestNetns(t *testing.T, ipPath, name string) {
+func addTestNetns(t *testing.T, name string) {
 	t.Helper()
-	sweepOnce.Do(func() { sweepTestNetns(t, ipPath, "/var/run/netns") })
-	if out, err := exec.Command(ipPath, "netns", "add", name).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
+	sweepOnce.Do(func() { sweepTestNetns(t) })
+	if err := netns.Add(name); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command(ipPath, "netns", "del", name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		if err := netns.Delete(name); err != nil {
+			t.Error(err)
 		}
 	})
 }
@@ -57,29 +59,24 @@ var sweepOnce sync.Once
 // testNetnsName matches the namespaces that these tests create: kpo-test-<pid>-<n>.
 var testNetnsName = regexp.MustCompile(`^kpo-test-([0-9]+)-[0-9]+$`)
 
-// sweepTestNetns removes, from dir (where ip keeps named namespaces), the namespaces of test
-// processes that are gone: a test binary killed by a timeout or an interrupt, or one that
-// panicked, runs no clean-up. A namespace of a live process (a test binary running beside
-// this one) stays.
-func sweepTestNetns(t *testing.T, ipPath, dir string) {
+// sweepTestNetns removes the namespaces of test processes that are gone: a test binary killed
+// by a timeout or an interrupt, or one that panicked, runs no clean-up. A namespace of a live
+// process (a test binary running beside this one) stays.
+func sweepTestNetns(t *testing.T) {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return // no namespace yet
-	}
-	for _, e := range entries {
-		m := testNetnsName.FindStringSubmatch(e.Name())
+	deleted, err := netns.Sweep(func(name string) bool {
+		m := testNetnsName.FindStringSubmatch(name)
 		if m == nil {
-			continue
+			return false
 		}
-		if _, err := os.Stat(filepath.Join("/proc", m[1])); err == nil {
-			continue
-		}
-		if out, err := exec.Command(ipPath, "netns", "del", e.Name()).CombinedOutput(); err != nil {
-			t.Logf("removing the leftover namespace %s: %v: %s", e.Name(), err, out)
-		} else {
-			t.Logf("removed the leftover namespace %s of a test process that is gone", e.Name())
-		}
+		pid, err := strconv.Atoi(m[1])
+		return err == nil && netns.ProcessGone(pid)
+	})
+	for _, name := range deleted {
+		t.Logf("removed the leftover namespace %s of a test process that is gone", name)
+	}
+	if err != nil {
+		t.Logf("removing leftover namespaces: %v", err)
 	}
 }
 
@@ -113,14 +110,14 @@ func realNFTNetns(t *testing.T, family knftables.Family) (knftables.Interface, f
 	if err != nil {
 		skip("needs nft (nftables)")
 	}
-	netns := fmt.Sprintf("kpo-test-%d-%d", os.Getpid(), time.Now().UnixNano()%1000000)
-	addTestNetns(t, ipPath, netns)
+	ns := fmt.Sprintf("kpo-test-%d-%d", os.Getpid(), time.Now().UnixNano()%1000000)
+	addTestNetns(t, ns)
 	// knftables runs the nft it finds on PATH: put one there that runs the real one inside
 	// the namespace.
 	dir := t.TempDir()
 	// The shim also logs each invocation's arguments, for tests that count them.
 	invocations := filepath.Join(dir, "invocations")
-	shim := fmt.Sprintf("#!/bin/sh\necho \"$*\" >>%s\nexec %s netns exec %s %s \"$@\"\n", invocations, ipPath, netns, nftPath)
+	shim := fmt.Sprintf("#!/bin/sh\necho \"$*\" >>%s\nexec %s netns exec %s %s \"$@\"\n", invocations, ipPath, ns, nftPath)
 	if err := os.WriteFile(filepath.Join(dir, "nft"), []byte(shim), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -131,14 +128,14 @@ func realNFTNetns(t *testing.T, family knftables.Family) (knftables.Interface, f
 	}
 	run := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(ipPath, append([]string{"netns", "exec", netns, nftPath}, args...)...).CombinedOutput()
+		out, err := exec.Command(ipPath, append([]string{"netns", "exec", ns, nftPath}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("nft %s: %v: %s", strings.Join(args, " "), err, out)
 		}
 		return string(out)
 	}
-	realKernels.Store(nft, realKernel{netns: netns, invocations: invocations})
-	return nft, run, netns
+	realKernels.Store(nft, realKernel{netns: ns, invocations: invocations})
+	return nft, run, ns
 }
 
 // frozenClock gives fp a fake clock, at the real time now, that moves only when the test
@@ -188,7 +185,7 @@ func linkKernel(t *testing.T, fp *Proxier, real knftables.Interface) *nftLink {
 	t.Helper()
 	ns := kernelOf(t, real).netns
 	fp.kernelLink = newNFTLink(func() (fd int, err error) {
-		err = inNetns(ns, func() error {
+		err = netns.Do(ns, func() error {
 			fd, err = openNetfilterSocket()
 			return err
 		})
@@ -570,24 +567,23 @@ func TestRealKernelMapShapeRewritesNothing(t *testing.T) {
 // removed; one of a live process, and one that the tests did not create, stay.
 func TestRealKernelSweepsLeftoverNetns(t *testing.T) {
 	_, _, _ = realNFTNetns(t, knftables.IPv4Family) // root, ip and nft, or skip
-	ipPath, _ := exec.LookPath("ip")
 	// A pid that is not running: past the kernel's pid_max.
 	dead := fmt.Sprintf("kpo-test-%d-1", 1<<22+1)
 	live := fmt.Sprintf("kpo-test-%d-999999", os.Getpid())
 	other := fmt.Sprintf("kpo-other-%d", os.Getpid())
 	for _, name := range []string{dead, live, other} {
-		if out, err := exec.Command(ipPath, "netns", "add", name).CombinedOutput(); err != nil {
-			t.Fatalf("ip netns add %s: %v: %s", name, err, out)
+		if err := netns.Add(name); err != nil {
+			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() {
 		for _, name := range []string{dead, live, other} {
-			_ = exec.Command(ipPath, "netns", "del", name).Run()
+			_ = netns.Delete(name)
 		}
 	})
-	sweepTestNetns(t, ipPath, "/var/run/netns")
+	sweepTestNetns(t)
 	for name, want := range map[string]bool{dead: false, live: true, other: true} {
-		_, err := os.Stat(filepath.Join("/var/run/netns", name))
+		_, err := os.Stat(filepath.Join(netns.Dir, name))
 		if got := err == nil; got != want {
 			t.Errorf("namespace %s present after the sweep: %v, want %v", name, got, want)
 		}

@@ -22,12 +22,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"k8s.io/kubernetes/test/netns"
 )
 
 // The packet tests wire three network namespaces together with veth pairs:
@@ -91,13 +90,13 @@ func newPacketTopology(t *testing.T, node string) *packetTopology {
 	suffix := strings.TrimPrefix(node, "kpo-test-")
 	top := &packetTopology{ipPath: ipPath, node: node, client: "kpo-cl-" + suffix, backend: "kpo-be-" + suffix}
 	for _, ns := range []string{top.client, top.backend} {
-		addTestNetns(t, ipPath, ns)
+		addTestNetns(t, ns)
 	}
-	// No duplicate address detection, so that IPv6 addresses are usable at once.
+	// No duplicate address detection, so that IPv6 addresses are usable at once. (Every
+	// namespace's loopback is up: netns.Add.)
 	for _, ns := range []string{top.node, top.client, top.backend} {
 		top.sysctl(t, ns, "net/ipv6/conf/all/accept_dad", "0")
 		top.sysctl(t, ns, "net/ipv6/conf/default/accept_dad", "0")
-		top.ip(t, "-n", ns, "link", "set", "lo", "up")
 	}
 	top.sysctl(t, top.node, "net/ipv4/ip_forward", "1")
 	top.sysctl(t, top.node, "net/ipv6/conf/all/forwarding", "1")
@@ -142,7 +141,7 @@ func (top *packetTopology) ip(t *testing.T, args ...string) {
 // sysctl sets /proc/sys/<key> inside namespace ns.
 func (top *packetTopology) sysctl(t *testing.T, ns, key, value string) {
 	t.Helper()
-	if err := inNetns(ns, func() error { return os.WriteFile("/proc/sys/"+key, []byte(value), 0o644) }); err != nil {
+	if err := netns.Do(ns, func() error { return os.WriteFile("/proc/sys/"+key, []byte(value), 0o644) }); err != nil {
 		t.Fatalf("sysctl %s=%s in %s: %v", key, value, ns, err)
 	}
 }
@@ -151,7 +150,7 @@ func (top *packetTopology) sysctl(t *testing.T, ns, key, value string) {
 func (top *packetTopology) serve(t *testing.T, addr, name string) {
 	t.Helper()
 	var l net.Listener
-	if err := inNetns(top.backend, func() (err error) {
+	if err := netns.Do(top.backend, func() (err error) {
 		l, err = net.Listen("tcp", addr)
 		return err
 	}); err != nil {
@@ -175,7 +174,7 @@ func (top *packetTopology) serve(t *testing.T, addr, name string) {
 // connect and as long again for the answer.
 func (top *packetTopology) dial(ip string, port int, timeout time.Duration) (string, error) {
 	var answer string
-	err := inNetns(top.client, func() error {
+	err := netns.Do(top.client, func() error {
 		c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, fmt.Sprint(port)), timeout)
 		if err != nil {
 			return err
@@ -189,26 +188,4 @@ func (top *packetTopology) dial(ip string, port int, timeout time.Duration) (str
 		return err
 	})
 	return answer, err
-}
-
-// inNetns runs fn on an OS thread that has entered the named network namespace, so that the
-// sockets fn creates belong to that namespace (they keep it afterwards). The thread is never
-// switched back: its goroutine ends while locked to it, and Go then discards the thread.
-func inNetns(ns string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		f, err := os.Open("/var/run/netns/" + ns)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer func() { _ = f.Close() }()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("setns %s: %w", ns, err)
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
 }
