@@ -90,6 +90,11 @@ type chainMemory struct {
 	// commits (noteSets). Together they are every set of the table (setTotal).
 	named map[string]bool
 	anon  map[string]int
+	// elementsRead is set once a full sync has read the table's maps and sets back
+	// (upstream's readOrReset), and elementsEpoch is the link's epoch when that read started
+	// (nftLink.elementsUnchanged).
+	elementsRead  bool
+	elementsEpoch uint64
 }
 
 // countSets records what a dump found of table's sets: every named set and map (named), and

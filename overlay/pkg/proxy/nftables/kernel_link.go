@@ -429,6 +429,52 @@ func (l *nftLink) quiet(table string) *kernelListing {
 	return &kernelListing{chains: maps.Clone(m.held), sets: slices.Sorted(maps.Keys(m.heldSets)), listedSets: true, drifted: map[string]bool{}}
 }
 
+// noteElementRead records that a full sync starts to read table's maps and sets back from the
+// kernel (upstream's readOrReset), and in which epoch: if the ruleset has moved since the
+// link's last commit, someone else committed, and a new epoch starts first (so that noticing
+// that commit later does not take the read for an older one). Without the generation it
+// records nothing, and the next full sync reads them again.
+func (l *nftLink) noteElementRead(table string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.memory(table)
+	m.elementsRead = false
+	c, err := l.open()
+	if err != nil {
+		return
+	}
+	defer c.close()
+	gen, err := c.generation()
+	if err != nil {
+		return
+	}
+	if !l.genKnown || gen != l.gen {
+		l.newEpoch(gen)
+	}
+	m.elementsRead, m.elementsEpoch = true, l.epoch
+}
+
+// elementsUnchanged reports whether table's maps and sets hold exactly what kube-proxy wrote to
+// them since a full sync last read them (noteElementRead): the link's epoch is the same as
+// then, so every commit in the network namespace since then that the link has seen was one of
+// kube-proxy's own tracked transactions, and the ruleset is still at the generation after the
+// last of them, so no commit came after it. A commit is the only way to change an element.
+func (l *nftLink) elementsUnchanged(table string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.tables[table]
+	if m == nil || !m.elementsRead || m.elementsEpoch != l.epoch || !l.genKnown {
+		return false
+	}
+	c, err := l.open()
+	if err != nil {
+		return false
+	}
+	defer c.close()
+	gen, err := c.generation()
+	return err == nil && gen == l.gen
+}
+
 // setCounts returns how many sets (anonymous ones included) table holds, as the link's last
 // dump of it found them and kube-proxy's own commits since changed them, and a copy of how
 // many anonymous sets each of its chains' rules hold; 0 and nil if it has not dumped the table.
