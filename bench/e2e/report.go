@@ -36,7 +36,7 @@ type Run struct {
 	FullSyncLong time.Duration   // the longest of them (from the full-sync histogram's sum)
 	Changes      int             // Services created during the churn
 	Seen         int             // of them, seen in the kernel before the deadline
-	NftP50       time.Duration   // creation to the element in the kernel (nft monitor); a change
+	NftP50       time.Duration   // creation to the element in the kernel (polled); a change
 	NftP99       time.Duration   // never seen counts as the wait's end, and makes the figure a bound
 	NftBound     bool            // some change was never seen: NftP50/NftP99 are lower bounds
 	TextListings int             // drift checks that listed the table as text (patched only)

@@ -1,20 +1,18 @@
 package kpconformance
 
 import (
-	"bufio"
-	"bytes"
-	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
-	"io"
-	"os/exec"
+	"maps"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	kpe2e "k8s.io/kubernetes/test/kpe2e"
+	"k8s.io/kubernetes/test/netns"
 )
 
 // churnBase is the plan index of the first churn Service: far above every size's own.
@@ -33,12 +31,12 @@ type change struct {
 
 // churn creates params.ChurnRate new Services (each with its EndpointSlices, carrying the
 // trigger-time annotation) per second for params.ChurnSeconds, and measures the time from each
-// creation to its ClusterIP's element in the kernel (nft monitor in the node namespace) and
+// creation to its ClusterIP's element in the kernel (polled over netlink in the node namespace) and
 // kube-proxy's own programming histogram over the same time. At least two periodic full syncs
 // run inside it: the patched binary's schedule, or for upstream a change of the node's zone
 // label at a third and two thirds of the churn. The RTNL probe's worst during each is recorded.
 func (b *benchRun) churn(ctx context.Context, r *kpe2e.Run) error {
-	mon, err := startMonitor()
+	mon, err := startPoller(b.fams[0])
 	if err != nil {
 		return err
 	}
@@ -104,7 +102,12 @@ func (b *benchRun) churn(ctx context.Context, r *kpe2e.Run) error {
 				errs = append(errs, err)
 				return
 			}
-			changes = append(changes, change{start: t0, key: fmt.Sprintf("%s . tcp . 80", ip)})
+			c := change{start: t0, key: fmt.Sprintf("%s . tcp . 80", ip)}
+			if err := mon.add(c); err != nil {
+				errs = append(errs, err)
+				return
+			}
+			changes = append(changes, c)
 		}()
 	}
 	wg.Wait()
@@ -192,97 +195,206 @@ func programmingBuckets() (kpe2e.Metrics, []kpe2e.Bucket, error) {
 	return m, b, err
 }
 
-// monitor runs `nft monitor new elements` in the node namespace and records when each element of
-// a service-ips map was first reported.
-type monitor struct {
-	cmd    *exec.Cmd
-	done   chan struct{}
-	stderr bytes.Buffer
+// pollEvery is how often the poller asks the kernel for each change that it has not seen yet.
+const pollEvery = 20 * time.Millisecond
+
+// elementPoller asks the kernel of the node namespace, over netlink, every pollEvery, whether
+// each pending change's element of kube-proxy's service-ips map is there yet
+// (NFT_MSG_GETSETELEM for its key: what `nft get element` asks, answered by one lookup in the
+// set), and records when it first was. Unlike `nft monitor`, which must keep up with every
+// event of the namespace and lost them at 36,000 service ports, it asks only for the changes.
+type elementPoller struct {
+	fd     int
+	family uint8
+	seq    uint32
+	buf    []byte
 	mu     sync.Mutex
+	keys   map[string][]byte // pending changes: the key as nft prints it, and as the kernel stores it
 	at     map[string]time.Time
-	// ended is why the monitor stopped reading before stop: nft exited, or a line was too
-	// long to scan. After that no change is seen, so the run reports it.
-	ended error
+	// ended is why the poller stopped before stop: a netlink error other than "not there yet".
+	ended       error
+	stopC, done chan struct{}
 }
 
-// startMonitor starts the monitor; it listens before it returns.
-func startMonitor() (*monitor, error) {
-	cmd := exec.Command("ip", "netns", "exec", nodeNS, "nft", "monitor", "new", "elements")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
+// Constants of linux/netfilter/nfnetlink.h and linux/netfilter/nf_tables.h.
+const (
+	nfnlSubsysNFTables  = 10
+	nftMsgNewSetElem    = 12
+	nftMsgGetSetElem    = 13
+	nftaSetElemListTbl  = 1
+	nftaSetElemListSet  = 2
+	nftaSetElemListElms = 3
+	nftaListElem        = 1
+	nftaSetElemKey      = 1
+	nftaDataValue       = 1
+	nlaFNested          = 0x8000
+)
+
+// startPoller opens a netfilter netlink socket in the node namespace and starts polling for
+// the elements of the service-ips map of fam's table.
+func startPoller(fam family) (*elementPoller, error) {
+	p := &elementPoller{family: unix.AF_INET, buf: make([]byte, 64<<10), keys: map[string][]byte{},
+		at: map[string]time.Time{}, stopC: make(chan struct{}), done: make(chan struct{})}
+	if fam.v6 {
+		p.family = unix.AF_INET6
+	}
+	err := netns.Do(nodeNS, func() error {
+		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
+		if err != nil {
+			return err
+		}
+		p.fd = fd
+		return unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+	})
 	if err != nil {
-		return nil, err
+		if p.fd > 0 {
+			_ = unix.Close(p.fd)
+		}
+		return nil, fmt.Errorf("opening a netfilter socket in %s: %w", nodeNS, err)
 	}
-	m := &monitor{cmd: cmd, done: make(chan struct{}), at: map[string]time.Time{}}
-	cmd.Stderr = &m.stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
+	go p.loop()
+	return p, nil
+}
+
+// add makes c pending: the poller asks for its element from now on.
+func (p *elementPoller) add(c change) error {
+	ip, _, _ := strings.Cut(c.key, " ")
+	key, err := kpe2e.ServiceIPsKey(ip, kpe2e.ProtoTCP, 80)
+	if err != nil {
+		return err
 	}
-	go func() {
-		defer close(m.done)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, seen := p.at[c.key]; !seen {
+		p.keys[c.key] = key
+	}
+	return nil
+}
+
+// loop asks for every pending element each pollEvery until stop, or until the kernel answers
+// with an error other than ENOENT.
+func (p *elementPoller) loop() {
+	defer close(p.done)
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.stopC:
+			return
+		case <-tick.C:
+		}
+		p.mu.Lock()
+		pending := maps.Clone(p.keys)
+		p.mu.Unlock()
+		for name, key := range pending {
+			found, err := p.present(key)
 			now := time.Now()
-			for _, e := range kpe2e.ParseMonitorLine(sc.Text()) {
-				if e.Set != "service-ips" {
-					continue
+			p.mu.Lock()
+			if err != nil {
+				p.ended = fmt.Errorf("polling the kernel for service-ips elements stopped at %s: %w", now.Format(time.TimeOnly), err)
+				p.mu.Unlock()
+				return
+			}
+			if found {
+				p.at[name] = now
+				delete(p.keys, name)
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+// present asks the kernel whether service-ips holds the element of key.
+func (p *elementPoller) present(key []byte) (bool, error) {
+	attr := func(typ uint16, data []byte) []byte {
+		b := binary.NativeEndian.AppendUint16(nil, uint16(4+len(data)))
+		b = binary.NativeEndian.AppendUint16(b, typ)
+		b = append(b, data...)
+		for len(b)%4 != 0 {
+			b = append(b, 0)
+		}
+		return b
+	}
+	elem := attr(nftaListElem|nlaFNested, attr(nftaSetElemKey|nlaFNested, attr(nftaDataValue, key)))
+	body := []byte{p.family, unix.NFNETLINK_V0, 0, 0}
+	body = append(body, attr(nftaSetElemListTbl, []byte("kube-proxy\x00"))...)
+	body = append(body, attr(nftaSetElemListSet, []byte("service-ips\x00"))...)
+	body = append(body, attr(nftaSetElemListElms|nlaFNested, elem)...)
+	p.seq++
+	msg := binary.NativeEndian.AppendUint32(nil, uint32(unix.NLMSG_HDRLEN+len(body)))
+	msg = binary.NativeEndian.AppendUint16(msg, nfnlSubsysNFTables<<8|nftMsgGetSetElem)
+	msg = binary.NativeEndian.AppendUint16(msg, unix.NLM_F_REQUEST|unix.NLM_F_ACK)
+	msg = binary.NativeEndian.AppendUint32(msg, p.seq)
+	msg = binary.NativeEndian.AppendUint32(msg, 0)
+	msg = append(msg, body...)
+	if err := unix.Sendto(p.fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return false, err
+	}
+	found := false
+	for {
+		n, _, err := unix.Recvfrom(p.fd, p.buf, 0)
+		if err != nil {
+			return false, err
+		}
+		for b := p.buf[:n]; len(b) >= unix.NLMSG_HDRLEN; {
+			size := int(binary.NativeEndian.Uint32(b))
+			if size < unix.NLMSG_HDRLEN || size > len(b) {
+				return false, fmt.Errorf("malformed netlink message (length %d of %d)", size, len(b))
+			}
+			typ, seq := binary.NativeEndian.Uint16(b[4:]), binary.NativeEndian.Uint32(b[8:])
+			data := b[unix.NLMSG_HDRLEN:size]
+			b = b[min(len(b), (size+3)&^3):]
+			if seq != p.seq {
+				continue
+			}
+			switch {
+			case typ == nfnlSubsysNFTables<<8|nftMsgNewSetElem:
+				found = true
+			case typ == unix.NLMSG_ERROR && len(data) >= 4:
+				switch errno := -int32(binary.NativeEndian.Uint32(data)); errno {
+				case 0:
+					return found, nil
+				case int32(unix.ENOENT):
+					return false, nil
+				default:
+					return false, unix.Errno(errno)
 				}
-				m.mu.Lock()
-				if _, ok := m.at[e.Key]; !ok {
-					m.at[e.Key] = now
-				}
-				m.mu.Unlock()
 			}
 		}
-		m.mu.Lock()
-		m.ended = fmt.Errorf("nft monitor stopped reading at %s: %v", time.Now().Format(time.TimeOnly), cmp.Or(sc.Err(), io.EOF))
-		m.mu.Unlock()
-	}()
-	// nft subscribes to the netlink group before it reads; give it a moment to get there.
-	time.Sleep(300 * time.Millisecond)
-	return m, nil
+	}
 }
 
-// seen returns when key was first reported.
-func (m *monitor) seen(key string) (time.Time, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t, ok := m.at[key]
+// seen returns when the element of key was first found.
+func (p *elementPoller) seen(key string) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.at[key]
 	return t, ok
 }
 
-// count returns how many of changes were reported.
-func (m *monitor) count(changes []change) int {
+// count returns how many of changes were found.
+func (p *elementPoller) count(changes []change) int {
 	n := 0
 	for _, c := range changes {
-		if _, ok := m.seen(c.key); ok {
+		if _, ok := p.seen(c.key); ok {
 			n++
 		}
 	}
 	return n
 }
 
-// failure returns why the monitor stopped reading before stop, with the end of nft's
-// standard error, or nil while it reads.
-func (m *monitor) failure() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ended == nil {
-		return nil
-	}
-	tail := m.stderr.String()
-	if len(tail) > 300 {
-		tail = tail[len(tail)-300:]
-	}
-	return fmt.Errorf("%w; nft said: %q", m.ended, tail)
+// failure returns why the poller stopped before stop, or nil while it polls.
+func (p *elementPoller) failure() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ended
 }
 
-// stop ends the monitor.
-func (m *monitor) stop() {
-	_ = m.cmd.Process.Kill()
-	_ = m.cmd.Wait()
-	<-m.done
+// stop ends the poller and closes its socket.
+func (p *elementPoller) stop() {
+	close(p.stopC)
+	<-p.done
+	_ = unix.Close(p.fd)
 }
 
 // fullSyncWatch polls kube-proxy's full-sync histogram every 500ms and keeps a window for each
