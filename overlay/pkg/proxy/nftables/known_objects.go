@@ -377,7 +377,9 @@ func compareServicePortNames(a, b proxy.ServicePortName) int {
 
 // ensureJoined is ensureElem for an element whose key and value are already joined: it adds
 // elem to tx unless the storage holds it with the same value (replacing it if the value
-// differs), and marks it as used in this sync.
+// differs), and marks it as used in this sync. It keeps elem's comment, which names its
+// service port, as a read would find it: a full sync that keeps the elements rather than
+// reading them (keepElements) tells by it whose a leftover element is.
 func (s *nftElementStorage) ensureJoined(tx txWriter, elem *knftables.Element, key, value string) {
 	existing, exists := s.elements[key]
 	switch {
@@ -388,5 +390,18 @@ func (s *nftElementStorage) ensureJoined(tx txWriter, elem *knftables.Element, k
 		tx.Add(elem)
 	}
 	s.elements[key] = value
+	s.noteComment(key, elem.Comment)
 	delete(s.leftoverKeys, key)
+}
+
+// noteComment keeps the comment, if any, of the element of key that a read of the storage found
+// or that kube-proxy wrote (ensureJoined).
+func (s *nftElementStorage) noteComment(key string, comment *string) {
+	if comment == nil {
+		return
+	}
+	if s.comments == nil {
+		s.comments = map[string]string{}
+	}
+	s.comments[key] = *comment
 }

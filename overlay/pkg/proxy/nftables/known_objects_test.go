@@ -108,3 +108,30 @@ func TestKnownObjectsSharedElementClaims(t *testing.T) {
 		t.Errorf("the claimed set element is %+v", set)
 	}
 }
+
+// ensureJoined keeps the comment of the element it ensures, as a read of the storage would find
+// it, so that a full sync that keeps the elements instead of reading them (keepElements) still
+// tells whose a leftover element is.
+func TestEnsureJoinedKeepsComments(t *testing.T) {
+	nft := knftables.NewFake(knftables.IPv6Family, kubeProxyTable)
+	s := newNFTElementStorage("map", noEndpointServicesMap)
+	const key = "fd00:172:30::3f . tcp . 80"
+	elem := func(comment *string) *knftables.Element {
+		return &knftables.Element{Map: noEndpointServicesMap, Key: []string{"fd00:172:30::3f", "tcp", "80"}, Value: []string{"drop"}, Comment: comment}
+	}
+	tx := nft.NewTransaction()
+	s.ensureJoined(tx, elem(ptr.To("soak/svc63:a")), key, "drop")
+	if s.comments[key] != "soak/svc63:a" || s.elements[key] != "drop" {
+		t.Errorf("after writing the element: comment %q, value %q", s.comments[key], s.elements[key])
+	}
+	// Held with the same value, it is not written again, and its comment stays.
+	tx = nft.NewTransaction()
+	s.ensureJoined(tx, elem(nil), key, "drop")
+	if tx.NumOperations() != 0 || s.comments[key] != "soak/svc63:a" {
+		t.Errorf("ensuring a held element wrote %d operations, comment %q", tx.NumOperations(), s.comments[key])
+	}
+	// Its owner, for a sync that finds it a leftover.
+	if got := serviceOfComment(s.comments[key]); got != "soak/svc63" {
+		t.Errorf("the leftover element's Service is %q, want soak/svc63", got)
+	}
+}

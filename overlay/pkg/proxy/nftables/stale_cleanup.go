@@ -407,14 +407,3 @@ func (proxier *Proxier) pruneAfterCommit(set string, stale func(affinityID) bool
 		}
 	}
 }
-
-// noteComment keeps the comment, if any, of the element of key that a read of the storage found.
-func (s *nftElementStorage) noteComment(key string, comment *string) {
-	if comment == nil {
-		return
-	}
-	if s.comments == nil {
-		s.comments = map[string]string{}
-	}
-	s.comments[key] = *comment
-}
