@@ -24,6 +24,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/kubernetes/pkg/proxy"
 	"k8s.io/kubernetes/pkg/proxy/metrics"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
@@ -166,16 +167,36 @@ func affinitySetSize(endpoints int) uint64 {
 	return size
 }
 
-// affinityEndpoints returns the number of endpoints of the service ports with ClientIP
-// affinity: those that upstream gives a set each.
-func (proxier *Proxier) affinityEndpoints() int {
-	n := 0
-	for name, svc := range proxier.svcPortMap {
-		if svc.SessionAffinityType() == v1.ServiceAffinityClientIP {
-			n += len(proxier.endpointsMap[name])
+// affinityEndpointsOf returns the number of endpoints of service port name if it has ClientIP
+// affinity (those that upstream gives a set each), and 0 otherwise or if it is gone.
+func (proxier *Proxier) affinityEndpointsOf(name proxy.ServicePortName) int {
+	svc, ok := proxier.svcPortMap[name]
+	if !ok || svc.SessionAffinityType() != v1.ServiceAffinityClientIP {
+		return 0
+	}
+	return len(proxier.endpointsMap[name])
+}
+
+// countAffinityEndpoints returns the number of endpoints of all the service ports with ClientIP
+// affinity, which sizes the shared affinity set. A walkAll sync counts every service port; any
+// other recounts only the ports of changed (those it generates or removes), from the counts
+// that the known objects kept from the last sync (knownObjects.noteAffinity), so that a
+// partial sync does not walk every Service.
+func (st *servicePortStage) countAffinityEndpoints(changed ...[]proxy.ServicePortName) int {
+	k, proxier := st.state, st.proxier
+	if st.walkAll || k.affinity == nil {
+		k.affinity, k.affinityTotal = map[proxy.ServicePortName]int{}, 0
+		for name := range proxier.svcPortMap {
+			k.noteAffinity(name, proxier.affinityEndpointsOf(name))
+		}
+		return k.affinityTotal
+	}
+	for _, names := range changed {
+		for _, name := range names {
+			k.noteAffinity(name, proxier.affinityEndpointsOf(name))
 		}
 	}
-	return n
+	return k.affinityTotal
 }
 
 // clientAffinitySetObject returns the shared affinity set of the proxier's family, named name,

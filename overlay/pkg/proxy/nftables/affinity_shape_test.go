@@ -577,3 +577,75 @@ func TestAffinitySetShrinksWithRemovedService(t *testing.T) {
 		t.Errorf("10 affinity endpoints left: size %d, want %d", got, 1<<20)
 	}
 }
+
+// The shared affinity set is sized from the endpoints of the ClientIP-affinity service ports. A
+// partial sync recounts only the ports it generates or removes; after each sync the count must
+// equal a walk of every service port.
+func TestAffinityEndpointCountFollowsPartialSyncs(t *testing.T) {
+	_, fp := NewFakeProxier(v1.IPv4Protocol)
+	service := func(i int, affinity bool) *v1.Service {
+		return makeTestService("ns", fmt.Sprintf("svc%d", i), func(svc *v1.Service) {
+			svc.Spec.ClusterIP = fmt.Sprintf("172.30.0.%d", 10+i)
+			svc.Spec.Ports = []v1.ServicePort{{Name: "p80", Port: 80, Protocol: v1.ProtocolTCP}}
+			if affinity {
+				svc.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+				svc.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](60)}}
+			}
+		})
+	}
+	slice := func(i, endpoints int) *discovery.EndpointSlice {
+		return makeTestEndpointSlice("ns", fmt.Sprintf("svc%d", i), 1, func(eps *discovery.EndpointSlice) {
+			eps.AddressType = discovery.AddressTypeIPv4
+			for e := 0; e < endpoints; e++ {
+				eps.Endpoints = append(eps.Endpoints, discovery.Endpoint{Addresses: []string{fmt.Sprintf("10.180.%d.%d", i, e+1)}})
+			}
+			eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p80"), Port: ptr.To[int32](80), Protocol: ptr.To(v1.ProtocolTCP)}}
+		})
+	}
+	walked := func() int {
+		n := 0
+		for name, svc := range fp.svcPortMap {
+			if svc.SessionAffinityType() == v1.ServiceAffinityClientIP {
+				n += len(fp.endpointsMap[name])
+			}
+		}
+		return n
+	}
+	check := func(step string, want int) {
+		t.Helper()
+		if err := fp.syncProxyRules(); err != nil {
+			t.Fatal(err)
+		}
+		if fp.known == nil {
+			t.Fatalf("%s: the sync kept no known objects", step)
+		}
+		if got := fp.known.affinityTotal; got != want || walked() != want {
+			t.Errorf("%s: counted %d affinity endpoints, a walk of every port %d, want %d", step, got, walked(), want)
+		}
+	}
+	svcs := []*v1.Service{service(0, true), service(1, true), service(2, false)}
+	slices := []*discovery.EndpointSlice{slice(0, 2), slice(1, 3), slice(2, 4)}
+	for i := range svcs {
+		fp.OnServiceAdd(svcs[i])
+		fp.OnEndpointSliceAdd(slices[i])
+	}
+	check("the first sync", 5)
+	lastFull := fp.lastFullSync
+
+	grown := slice(0, 4)
+	fp.OnEndpointSliceUpdate(slices[0], grown)
+	slices[0] = grown
+	check("more endpoints for svc0", 7)
+	fp.OnServiceUpdate(svcs[2], service(2, true))
+	svcs[2] = service(2, true)
+	check("affinity for svc2", 11)
+	fp.OnEndpointSliceDelete(slices[1])
+	fp.OnServiceDelete(svcs[1])
+	check("svc1 deleted", 8)
+	fp.OnServiceUpdate(svcs[0], service(0, false))
+	svcs[0] = service(0, false)
+	check("no affinity for svc0", 4)
+	if !fp.lastFullSync.Equal(lastFull) {
+		t.Error("a sync after the first was a full sync; the test covers partial syncs")
+	}
+}

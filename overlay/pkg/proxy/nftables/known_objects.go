@@ -58,6 +58,11 @@ type knownObjects struct {
 	// keeps (planClientAffinity).
 	affinitySize uint64
 	affinitySet  string
+	// affinity is, for each service port with ClientIP affinity and endpoints, how many
+	// endpoints it has, and affinityTotal their sum (countAffinityEndpoints); nil until a
+	// sync has counted them.
+	affinity      map[proxy.ServicePortName]int
+	affinityTotal int
 	// Totals over the service ports, for the sync's log line and metrics.
 	endpoints, noLocalInternal, noLocalExternal int
 	// order is every service port, sorted, or nil when ports came or went since it was.
@@ -404,4 +409,15 @@ func (s *nftElementStorage) noteComment(key string, comment *string) {
 		s.comments = map[string]string{}
 	}
 	s.comments[key] = *comment
+}
+
+// noteAffinity records that service port name has n endpoints with ClientIP affinity (0: none,
+// no affinity, or the port is gone), keeping affinityTotal their sum. affinity is not nil.
+func (k *knownObjects) noteAffinity(name proxy.ServicePortName, n int) {
+	k.affinityTotal += n - k.affinity[name]
+	if n == 0 {
+		delete(k.affinity, name)
+		return
+	}
+	k.affinity[name] = n
 }

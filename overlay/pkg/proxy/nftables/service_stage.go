@@ -138,12 +138,11 @@ func (proxier *Proxier) newServicePortStage(start time.Time, fullSync bool, kern
 		if st.state == nil {
 			st.state = newKnownObjects()
 		}
-		st.planClientAffinity(proxier.affinityEndpoints())
+		st.planClientAffinity(st.countAffinityEndpoints())
 		st.ports = st.state.sortedPorts(proxier.svcPortMap)
 		st.listExisting()
 		return st
 	}
-	st.planClientAffinity(proxier.affinityEndpoints())
 	// A Service whose Service object changed may have other ports now: find them in
 	// svcPortMap. One whose EndpointSlices alone changed has the ports that the last
 	// successful sync generated for it (a failed sync leaves no known objects).
@@ -169,6 +168,7 @@ func (proxier *Proxier) newServicePortStage(start time.Time, fullSync bool, kern
 	}
 	slices.SortFunc(st.ports, compareServicePortNames)
 	slices.SortFunc(st.removed, compareServicePortNames)
+	st.planClientAffinity(st.countAffinityEndpoints(st.ports, st.removed))
 	for chain := range proxier.staleChains {
 		st.staleBefore = append(st.staleBefore, chain)
 	}
