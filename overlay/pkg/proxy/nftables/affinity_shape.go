@@ -185,9 +185,17 @@ func (proxier *Proxier) affinityEndpointsOf(name proxy.ServicePortName) int {
 func (st *servicePortStage) countAffinityEndpoints(changed ...[]proxy.ServicePortName) int {
 	k, proxier := st.state, st.proxier
 	if st.walkAll || k.affinity == nil {
+		// One pass over the service ports, touching the map only for those with affinity:
+		// this runs on the sync's goroutine before any worker starts.
 		k.affinity, k.affinityTotal = map[proxy.ServicePortName]int{}, 0
-		for name := range proxier.svcPortMap {
-			k.noteAffinity(name, proxier.affinityEndpointsOf(name))
+		for name, svc := range proxier.svcPortMap {
+			if svc.SessionAffinityType() != v1.ServiceAffinityClientIP {
+				continue
+			}
+			if n := len(proxier.endpointsMap[name]); n > 0 {
+				k.affinity[name] = n
+				k.affinityTotal += n
+			}
 		}
 		return k.affinityTotal
 	}

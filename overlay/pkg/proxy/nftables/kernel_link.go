@@ -439,12 +439,7 @@ func (l *nftLink) noteElementRead(table string) {
 	defer l.mu.Unlock()
 	m := l.memory(table)
 	m.elementsRead = false
-	c, err := l.open()
-	if err != nil {
-		return
-	}
-	defer c.close()
-	gen, err := c.generation()
+	gen, err := l.generation()
 	if err != nil {
 		return
 	}
@@ -466,12 +461,7 @@ func (l *nftLink) elementsUnchanged(table string) bool {
 	if m == nil || !m.elementsRead || m.elementsEpoch != l.epoch || !l.genKnown {
 		return false
 	}
-	c, err := l.open()
-	if err != nil {
-		return false
-	}
-	defer c.close()
-	gen, err := c.generation()
+	gen, err := l.generation()
 	return err == nil && gen == l.gen
 }
 

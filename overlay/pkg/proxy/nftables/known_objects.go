@@ -153,9 +153,10 @@ func (k *knownObjects) sortedPorts(svcPortMap proxy.ServicePortMap) []proxy.Serv
 
 // objectsOf returns the objects that rec, the recorder of service port name, keeps alive. An
 // element that rec ensures more than once counts once, with the last value ensured. It only
-// reads rec, so the stage's workers call it for their own recorders.
+// reads rec, and shares none of its slices (recorders are recycled), so the stage's workers
+// call it for their own recorders.
 func objectsOf(name proxy.ServicePortName, rec *servicePortRecorder) *portObjects {
-	objs := &portObjects{chains: rec.chains, affinitySets: rec.affinitySets, endpoints: rec.endpoints,
+	objs := &portObjects{chains: slices.Clone(rec.chains), affinitySets: slices.Clone(rec.affinitySets), endpoints: rec.endpoints,
 		noLocalInternal: rec.noLocalInternal, noLocalExternal: rec.noLocalExternal,
 		elements: make([]elementClaim, 0, len(rec.elems))}
 	for _, e := range rec.entries {
@@ -390,13 +391,20 @@ func (s *nftElementStorage) ensureJoined(tx txWriter, elem *knftables.Element, k
 	switch {
 	case !exists:
 		tx.Add(elem)
+		s.elements[key] = value
 	case existing != value:
 		tx.Delete(elem)
 		tx.Add(elem)
+		s.elements[key] = value
 	}
-	s.elements[key] = value
-	s.noteComment(key, elem.Comment)
-	delete(s.leftoverKeys, key)
+	if c := elem.Comment; c != nil {
+		if old, ok := s.comments[key]; !ok || old != *c {
+			s.noteComment(key, c)
+		}
+	}
+	if len(s.leftoverKeys) > 0 {
+		delete(s.leftoverKeys, key)
+	}
 }
 
 // noteComment keeps the comment, if any, of the element of key that a read of the storage found

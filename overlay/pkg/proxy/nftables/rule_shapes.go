@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/kubernetes/pkg/proxy"
 	"sigs.k8s.io/knftables"
 )
@@ -78,27 +79,55 @@ type objectAdder interface {
 }
 
 // pick returns rule text that picks rule i of n with conditional probability 1/(n-i), in
-// front of then: the last rule, which always picks, is then alone. The text is what
-// knftables.Concat would build, written in one allocation: syncs write one such rule per
-// endpoint.
-func pick(i, n int, then string) string {
-	if i == n-1 {
-		return then
+// front of the concatenation of then: the last rule, which always picks, is then alone. The
+// text is what knftables.Concat would build, written in one allocation: syncs write one such
+// rule per endpoint.
+func pick(i, n int, then ...string) string {
+	size := 0
+	for _, s := range then {
+		size += len(s)
 	}
-	return "numgen random mod " + strconv.Itoa(n-i) + " 0 " + then
+	var b strings.Builder
+	if i < n-1 {
+		var digits [20]byte
+		mod := strconv.AppendInt(digits[:0], int64(n-i), 10)
+		b.Grow(len("numgen random mod ") + len(mod) + len(" 0 ") + size)
+		b.WriteString("numgen random mod ")
+		b.Write(mod)
+		b.WriteString(" 0 ")
+	} else {
+		b.Grow(size)
+	}
+	for _, s := range then {
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// dnatTo returns the start of a DNAT rule for protocol, up to the destination.
+func dnatTo(protocol v1.Protocol) string {
+	switch protocol {
+	case v1.ProtocolTCP:
+		return "meta l4proto tcp dnat to "
+	case v1.ProtocolUDP:
+		return "meta l4proto udp dnat to "
+	case v1.ProtocolSCTP:
+		return "meta l4proto sctp dnat to "
+	}
+	return "meta l4proto " + strings.ToLower(string(protocol)) + " dnat to "
 }
 
 // writeSetFreeEndpointDNATs writes svcChain's load-balancing rules, DNATing to one of endpoints
 // with equal probability, without sets. It writes nothing when no endpoint is usable.
 func (proxier *Proxier) writeSetFreeEndpointDNATs(tx objectAdder, svcInfo *servicePortInfo, svcChain string, endpoints []proxy.Endpoint) {
-	dnat := "meta l4proto " + strings.ToLower(string(svcInfo.Protocol())) + " dnat to "
+	dnat := dnatTo(svcInfo.Protocol())
 	n, i := usableEndpoints(endpoints), 0
 	for _, ep := range endpoints {
 		epInfo, ok := ep.(*endpointInfo)
 		if !ok {
 			continue
 		}
-		tx.Add(&knftables.Rule{Chain: svcChain, Rule: pick(i, n, dnat+epInfo.String())})
+		tx.Add(&knftables.Rule{Chain: svcChain, Rule: pick(i, n, dnat, epInfo.String())})
 		i++
 	}
 }
@@ -111,7 +140,7 @@ func (proxier *Proxier) writeSetFreeEndpointJumps(tx objectAdder, svcChain strin
 	n, i := usableEndpoints(endpoints), 0
 	for _, ep := range endpoints {
 		if epInfo, ok := ep.(*endpointInfo); ok {
-			tx.Add(&knftables.Rule{Chain: svcChain, Rule: pick(i, n, "goto "+epInfo.chainName)})
+			tx.Add(&knftables.Rule{Chain: svcChain, Rule: pick(i, n, "goto ", epInfo.chainName)})
 			i++
 		}
 	}

@@ -204,3 +204,24 @@ func TestSetFreeShapeFollowsEndpointCount(t *testing.T) {
 		}
 	}
 }
+
+// TestPickText checks the text of set-free rules against the nft syntax that knftables.Concat
+// would build from the same words.
+func TestPickText(t *testing.T) {
+	for _, c := range []struct {
+		i, n int
+		then []string
+		want string
+	}{
+		{0, 3, []string{dnatTo(v1.ProtocolTCP), "10.0.0.1:80"}, "numgen random mod 3 0 meta l4proto tcp dnat to 10.0.0.1:80"},
+		{1, 3, []string{"goto ", "endpoint-x"}, "numgen random mod 2 0 goto endpoint-x"},
+		{2, 3, []string{dnatTo(v1.ProtocolSCTP), "[fd00::1]:80"}, "meta l4proto sctp dnat to [fd00::1]:80"},
+		{0, 1, []string{dnatTo(v1.ProtocolUDP), "10.0.0.1:53"}, "meta l4proto udp dnat to 10.0.0.1:53"},
+		{10, 12, []string{dnatTo(v1.Protocol("DCCP")), "a"}, "numgen random mod 2 0 meta l4proto dccp dnat to a"},
+		{0, 120, []string{"goto ", "c"}, "numgen random mod 120 0 goto c"},
+	} {
+		if got := pick(c.i, c.n, c.then...); got != c.want {
+			t.Errorf("pick(%d, %d, %q) = %q, want %q", c.i, c.n, c.then, got, c.want)
+		}
+	}
+}

@@ -48,7 +48,27 @@ func fnvString(h uint64, s string) uint64 {
 
 // hashRule extends the hash h of a chain's rules with rule, in its listed form.
 func hashRule(h uint64, rule string) uint64 {
-	return fnvString(h, listedForm(rule)+"\n")
+	return fnvString(fnvString(h, listedForm(rule)), "\n")
+}
+
+// hashAddedRule is hashRule(h, ruleText(r)), and whether that text holds a brace, without
+// building the text: a full sync hashes every rule it generates.
+func hashAddedRule(h uint64, r *knftables.Rule) (hash uint64, braces bool) {
+	braces = strings.IndexByte(r.Rule, '{') >= 0 || r.Comment != nil && strings.IndexByte(*r.Comment, '{') >= 0
+	if braces {
+		// listedForm may change the text.
+		return hashRule(h, ruleText(r)), true
+	}
+	h = fnvString(h, r.Rule)
+	if r.Comment != nil {
+		var buf [128]byte
+		h = fnvString(h, " comment ")
+		for _, b := range strconv.AppendQuote(buf[:0], *r.Comment) {
+			h ^= uint64(b)
+			h *= fnvPrime64
+		}
+	}
+	return fnvString(h, "\n"), false
 }
 
 // listedForm returns rule as nft 1.0 lists it, where kube-proxy's text is known to differ:

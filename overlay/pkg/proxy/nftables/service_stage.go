@@ -77,9 +77,9 @@ type servicePortStage struct {
 	// state is what the last successful sync generated, updated as this sync goes; it
 	// becomes the proxier's only when the sync succeeds (commit).
 	state *knownObjects
-	// ports are the service ports to generate, sorted; results are their recorders, objects
-	// the objects that each keeps alive, and derived what the workers derived from each for the
-	// merge.
+	// ports are the service ports to generate, sorted; results are their recorders (each
+	// dropped once its Service is closed), objects the objects that each keeps alive, and
+	// derived what the workers derived from each for the merge.
 	ports   []proxy.ServicePortName
 	results []*servicePortRecorder
 	objects []*portObjects
@@ -277,8 +277,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	// soon as it is ready, while the workers go on with the next ones.
 	workerpool.RunOrdered(len(st.ports), st.workers(len(st.ports)), func(i int) {
 		name := st.ports[i]
-		// A service port without affinity records about ten entries.
-		rec := &servicePortRecorder{proxier: proxier, affinitySet: st.affinitySet, entries: make([]stageEntry, 0, 12)}
+		rec := newRecorder(proxier, st.affinitySet)
 		rec.endpoints = len(proxier.endpointsMap[name])
 		generate(rec, name, proxier.svcPortMap[name])
 		d := &st.derived[i]
@@ -299,6 +298,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		if i == 0 || st.ports[i].NamespacedName != st.ports[i-1].NamespacedName {
 			if i > 0 {
 				st.closeService(tx, first, i)
+				st.releaseResults(first, i)
 			}
 			first = i
 			tx = splitter.cut(tx)
@@ -331,6 +331,7 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 	})
 	if len(st.ports) > 0 {
 		st.closeService(tx, first, len(st.ports))
+		st.releaseResults(first, len(st.ports))
 	}
 	if st.walkAll {
 		st.updateAll()
@@ -344,6 +345,15 @@ func (st *servicePortStage) run(tx *knftables.Transaction, splitter *txSplitter,
 		metrics.OldSyncFullProxyRulesChainsRewrittenTotal.WithLabelValues(family).Add(float64(rewritten))
 	}
 	return tx
+}
+
+// releaseResults recycles the recorders of st.ports[from:to], whose Service the merge has
+// closed: nothing reads them after that.
+func (st *servicePortStage) releaseResults(from, to int) {
+	for i := from; i < to; i++ {
+		st.results[i].release()
+		st.results[i] = nil
+	}
 }
 
 // cleanup writes, after the Services' operations that end in tx, the removal of what this
@@ -406,31 +416,32 @@ func (st *servicePortStage) commit() {
 	}
 }
 
-// shadowingStorages returns, for each map whose elements send a service port's traffic
-// somewhere, the map whose element of the same key would shadow it: a service port is in
-// service-ips or no-endpoint-services (which rejects or drops, ahead of service-ips), never in
-// both, and the same for node ports.
-func (proxier *Proxier) shadowingStorages() map[*nftElementStorage]*nftElementStorage {
-	return map[*nftElementStorage]*nftElementStorage{
-		proxier.serviceIPs:          proxier.noEndpointServices,
-		proxier.noEndpointServices:  proxier.serviceIPs,
-		proxier.serviceNodePorts:    proxier.noEndpointNodePorts,
-		proxier.noEndpointNodePorts: proxier.serviceNodePorts,
+// shadowOf returns, for a map whose elements send a service port's traffic somewhere, the map
+// whose element of the same key would shadow it (nil for any other storage): a service port is
+// in service-ips or no-endpoint-services (which rejects or drops, ahead of service-ips), never
+// in both, and the same for node ports.
+func (proxier *Proxier) shadowOf(s *nftElementStorage) *nftElementStorage {
+	switch s {
+	case proxier.serviceIPs:
+		return proxier.noEndpointServices
+	case proxier.noEndpointServices:
+		return proxier.serviceIPs
+	case proxier.serviceNodePorts:
+		return proxier.noEndpointNodePorts
+	case proxier.noEndpointNodePorts:
+		return proxier.serviceNodePorts
 	}
+	return nil
 }
 
 // dropShadowed deletes, in the transaction that writes rec's elements, the elements of the
-// same keys that the other map of their pair holds (shadowingStorages) and rec does not keep:
-// a Service that gains endpoints leaves no-endpoint-services in the same commit that adds it to
+// same keys that the other map of their pair holds (shadowOf) and rec does not keep: a Service
+// that gains endpoints leaves no-endpoint-services in the same commit that adds it to
 // service-ips, instead of being rejected until the clean-up's commit, and the other way round.
 func (st *servicePortStage) dropShadowed(tx txWriter, rec *servicePortRecorder) {
-	var pairs map[*nftElementStorage]*nftElementStorage
 	for i := range rec.elems {
 		el := &rec.elems[i]
-		if pairs == nil {
-			pairs = st.proxier.shadowingStorages()
-		}
-		other := pairs[el.storage]
+		other := st.proxier.shadowOf(el.storage)
 		if other == nil {
 			continue
 		}

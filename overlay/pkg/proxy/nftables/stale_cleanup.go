@@ -255,21 +255,22 @@ func (st *servicePortStage) retirePorts(names []proxy.ServicePortName, objs []*p
 func (st *servicePortStage) closeService(tx *knftables.Transaction, from, to int) {
 	svc := st.ports[from].NamespacedName
 	if st.walkAll {
-		kept := sets.New[string]()
-		for _, rec := range st.results[from:to] {
-			kept.Insert(rec.chains...)
+		recs := st.results[from:to]
+		kept := func(chain string) bool {
+			return slices.ContainsFunc(recs, func(rec *servicePortRecorder) bool { return slices.Contains(rec.chains, chain) })
 		}
 		st.indexChains()
 		if st.flushedEarly == nil {
 			st.flushedEarly = sets.New[string]()
 		}
-		for _, chain := range st.chainsByService[svc.String()] {
-			if !kept.Has(chain) && !st.flushedEarly.Has(chain) {
+		name := svc.String()
+		for _, chain := range st.chainsByService[name] {
+			if !kept(chain) && !st.flushedEarly.Has(chain) {
 				tx.Flush(&knftables.Chain{Name: chain})
 				st.flushedEarly.Insert(chain)
 			}
 		}
-		for _, key := range st.elementsOfService(svc.String()) {
+		for _, key := range st.elementsOfService(name) {
 			if key.storage.leftoverKeys.Has(key.key) {
 				deleteElement(tx, key)
 			}
