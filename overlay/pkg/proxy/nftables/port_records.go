@@ -75,21 +75,22 @@ type servicePortRecorder struct {
 var recorders = sync.Pool{New: func() any { return &servicePortRecorder{entries: make([]stageEntry, 0, 12)} }}
 
 // newRecorder returns an empty recorder for a service port of proxier's sync, whose shared
-// affinity set is affinitySet. Give it back with release.
+// affinity set is affinitySet. Give it back with release. A recycled recorder is emptied here,
+// on the worker that takes it, rather than on the sync's goroutine that gives it back.
 func newRecorder(proxier *Proxier, affinitySet string) *servicePortRecorder {
 	r := recorders.Get().(*servicePortRecorder)
-	r.proxier, r.affinitySet = proxier, affinitySet
-	return r
-}
-
-// release empties r and recycles it; r must not be used after it. Nothing that outlives the
-// sync may hold r's slices: objectsOf copies the ones it keeps.
-func (r *servicePortRecorder) release() {
 	clear(r.entries[:cap(r.entries)])
 	clear(r.elems[:cap(r.elems)])
 	clear(r.chains[:cap(r.chains)])
 	clear(r.affinitySets[:cap(r.affinitySets)])
-	*r = servicePortRecorder{entries: r.entries[:0], elems: r.elems[:0], chains: r.chains[:0], affinitySets: r.affinitySets[:0]}
+	*r = servicePortRecorder{proxier: proxier, affinitySet: affinitySet,
+		entries: r.entries[:0], elems: r.elems[:0], chains: r.chains[:0], affinitySets: r.affinitySets[:0]}
+	return r
+}
+
+// release recycles r; r must not be used after it. Nothing that outlives the sync may hold r's
+// slices: objectsOf copies the ones it keeps.
+func (r *servicePortRecorder) release() {
 	recorders.Put(r)
 }
 

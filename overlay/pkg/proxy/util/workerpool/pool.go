@@ -40,13 +40,16 @@ func Size(configured int) int {
 // counter out of the profile, few enough that the workers finish together.
 const batch = 16
 
-// RunOrdered calls produce(i) once for every i in [0, n) on at most workers goroutines started
-// for it, and consume(i) for every i, in index order, on the calling goroutine, as soon as
-// produce(i) has returned: consuming the first results overlaps producing the later ones.
-// Everything produce(i) wrote is visible to consume(i). With workers <= 1, or n <= 1, it
-// alternates produce(i) and consume(i) on the calling goroutine, starting nothing. produce must
-// be safe to call concurrently for different indexes. If produce panics, RunOrdered stops
-// consuming, waits for the other workers to stop and panics on the calling goroutine.
+// RunOrdered calls produce(i) once for every i in [0, n) on at most workers goroutines (the
+// calling goroutine and workers-1 started for it), and consume(i) for every i, in index order,
+// on the calling goroutine, as soon as produce(i) has returned: consuming the first results
+// overlaps producing the later ones. The calling goroutine produces whenever the next result to
+// consume is not ready, so the workers never outnumber the CPUs they were sized for. Everything
+// produce(i) wrote is visible to consume(i). With workers <= 1, or n <= 1, it alternates
+// produce(i) and consume(i) on the calling goroutine, starting nothing. produce must be safe to
+// call concurrently for different indexes, and must not wait for any consume call. If produce
+// panics, RunOrdered stops consuming, waits for the other workers to stop and panics on the
+// calling goroutine.
 func RunOrdered(n, workers int, produce, consume func(i int)) {
 	batches := (n + batch - 1) / batch
 	workers = min(workers, batches)
@@ -77,8 +80,8 @@ func RunOrdered(n, workers int, produce, consume func(i int)) {
 			produce(i)
 		}
 	}
-	wg.Add(workers)
-	for w := 0; w < workers; w++ {
+	wg.Add(workers - 1)
+	for w := 1; w < workers; w++ {
 		go func() {
 			defer wg.Done()
 			for {
@@ -91,7 +94,22 @@ func RunOrdered(n, workers int, produce, consume func(i int)) {
 		}()
 	}
 	for b := 0; b < batches; b++ {
-		<-done[b]
+		// The caller is the last worker: it produces a batch whenever the next one to
+		// consume is not ready, so that consuming never waits for a CPU behind the workers.
+	wait:
+		for {
+			select {
+			case <-done[b]:
+				break wait
+			default:
+			}
+			c := int(next.Add(1)) - 1
+			if c >= batches {
+				<-done[b]
+				break
+			}
+			produceBatch(c)
+		}
 		if panicked.Load() != nil {
 			break
 		}

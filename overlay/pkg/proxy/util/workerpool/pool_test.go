@@ -104,20 +104,57 @@ func TestRunOrderedConsumesInOrderAfterProducing(t *testing.T) {
 	}
 }
 
+// onCaller reports whether it runs on the goroutine of the test function named test: the
+// caller of RunOrdered, rather than a worker it started.
+func onCaller(test string) bool {
+	buf := make([]byte, 16<<10)
+	return strings.Contains(string(buf[:runtime.Stack(buf, false)]), "workerpool."+test+"(")
+}
+
 func TestRunOrderedOverlapsConsumingWithProducing(t *testing.T) {
-	// The last batch is produced only after the first item was consumed: impossible unless
-	// consuming starts before producing ends.
-	firstConsumed := make(chan struct{})
-	n := 4 * batch
+	// The last batch waits for the first item to be consumed when a worker produces it: that
+	// cannot end unless consuming starts before producing ends. (The caller produces too; it
+	// must not wait for its own consuming.)
+	for round := 0; round < 20; round++ {
+		firstConsumed := make(chan struct{})
+		n := 4 * batch
+		RunOrdered(n, 2, func(i int) {
+			if i == n-1 && !onCaller("TestRunOrderedOverlapsConsumingWithProducing") {
+				<-firstConsumed
+			}
+		}, func(i int) {
+			if i == 0 {
+				close(firstConsumed)
+			}
+		})
+	}
+}
+
+func TestRunOrderedCallerProducesWhileWaiting(t *testing.T) {
+	// With two workers, the first batch blocks until the other two are produced. Whoever holds
+	// it, the other produces the rest: the caller either holds it or, waiting to consume it,
+	// produces the others itself.
+	const n = 3 * batch
+	var produced atomic.Int32
+	var onCallerCalls atomic.Int32
+	othersDone := make(chan struct{})
 	RunOrdered(n, 2, func(i int) {
-		if i == n-1 {
-			<-firstConsumed
+		if onCaller("TestRunOrderedCallerProducesWhileWaiting") {
+			onCallerCalls.Add(1)
 		}
-	}, func(i int) {
-		if i == 0 {
-			close(firstConsumed)
+		if i < batch {
+			if i == 0 {
+				<-othersDone
+			}
+			return
 		}
-	})
+		if produced.Add(1) == n-batch {
+			close(othersDone)
+		}
+	}, func(int) {})
+	if onCallerCalls.Load() == 0 {
+		t.Fatal("the caller produced nothing while the next batch was not ready")
+	}
 }
 
 func TestRunOrderedPropagatesPanic(t *testing.T) {
