@@ -183,6 +183,7 @@ func main() {
 	}
 	var all []result
 	var checks []nftCheck
+	var ceilings []float64
 	largest := c.sizes[len(c.sizes)-1]
 	for _, family := range c.families {
 		for _, size := range c.sizes {
@@ -208,6 +209,9 @@ func main() {
 						os.Exit(1)
 					}
 					all = append(all, rs...)
+				}
+				if size == largest && c.workers > 1 {
+					ceilings = append(ceilings, ceilingRound(c.workers))
 				}
 			}
 			if *nft != "" {
@@ -244,4 +248,8 @@ func main() {
 		fmt.Println("\nnft --check: skipped (not root)")
 	}
 	fmt.Print(rep.closing(36000))
+	if len(ceilings) > 0 {
+		fmt.Printf("parallel_ceiling: %.2f (a loop with no serial part, 1 goroutine against %d, median of %d rounds beside the %d-port syncs: the most speedup could read here now)\n",
+			median(ceilings), c.workers, len(ceilings), servicesFor(largest)*6)
+	}
 }

@@ -119,3 +119,18 @@ func TestBatchTable(t *testing.T) {
 		t.Error("batch table without batch results is not empty")
 	}
 }
+
+func TestSplitKeepsTheTotal(t *testing.T) {
+	for _, c := range []struct{ total, parts int }{{10, 3}, {150_000_000, 2}, {7, 7}, {5, 8}} {
+		sum, parts := 0, split(c.total, c.parts)
+		for i, p := range parts {
+			sum += p
+			if i > 0 && p > parts[i-1] {
+				t.Errorf("split(%d, %d) = %v: not largest first", c.total, c.parts, parts)
+			}
+		}
+		if sum != c.total || len(parts) != c.parts || parts[0]-parts[len(parts)-1] > 1 {
+			t.Errorf("split(%d, %d) = %v", c.total, c.parts, parts)
+		}
+	}
+}
