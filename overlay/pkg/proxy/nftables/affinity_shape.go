@@ -171,7 +171,15 @@ func affinitySetSize(endpoints int) uint64 {
 // affinity (those that upstream gives a set each), and 0 otherwise or if it is gone.
 func (proxier *Proxier) affinityEndpointsOf(name proxy.ServicePortName) int {
 	svc, ok := proxier.svcPortMap[name]
-	if !ok || svc.SessionAffinityType() != v1.ServiceAffinityClientIP {
+	if !ok {
+		return 0
+	}
+	return proxier.affinityEndpoints(name, svc)
+}
+
+// affinityEndpoints is affinityEndpointsOf for service port name whose ServicePort is svc.
+func (proxier *Proxier) affinityEndpoints(name proxy.ServicePortName, svc proxy.ServicePort) int {
+	if svc.SessionAffinityType() != v1.ServiceAffinityClientIP {
 		return 0
 	}
 	return len(proxier.endpointsMap[name])
@@ -185,14 +193,10 @@ func (proxier *Proxier) affinityEndpointsOf(name proxy.ServicePortName) int {
 func (st *servicePortStage) countAffinityEndpoints(changed ...[]proxy.ServicePortName) int {
 	k, proxier := st.state, st.proxier
 	if st.walkAll || k.affinity == nil {
-		// One pass over the service ports, touching the map only for those with affinity:
-		// this runs on the sync's goroutine before any worker starts.
+		// One pass over the service ports, touching the map only for those with affinity.
 		k.affinity, k.affinityTotal = map[proxy.ServicePortName]int{}, 0
 		for name, svc := range proxier.svcPortMap {
-			if svc.SessionAffinityType() != v1.ServiceAffinityClientIP {
-				continue
-			}
-			if n := len(proxier.endpointsMap[name]); n > 0 {
+			if n := proxier.affinityEndpoints(name, svc); n > 0 {
 				k.affinity[name] = n
 				k.affinityTotal += n
 			}

@@ -402,9 +402,7 @@ func (s *nftElementStorage) ensureJoined(tx txWriter, elem *knftables.Element, k
 			s.noteComment(key, c)
 		}
 	}
-	if len(s.leftoverKeys) > 0 {
-		delete(s.leftoverKeys, key)
-	}
+	delete(s.leftoverKeys, key)
 }
 
 // noteComment keeps the comment, if any, of the element of key that a read of the storage found

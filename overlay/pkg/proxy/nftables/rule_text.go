@@ -38,7 +38,7 @@ const (
 )
 
 // fnvString extends the FNV-1a hash h with the bytes of s.
-func fnvString(h uint64, s string) uint64 {
+func fnvString[T string | []byte](h uint64, s T) uint64 {
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
 		h *= fnvPrime64
@@ -63,10 +63,7 @@ func hashAddedRule(h uint64, r *knftables.Rule) (hash uint64, braces bool) {
 	if r.Comment != nil {
 		var buf [128]byte
 		h = fnvString(h, " comment ")
-		for _, b := range strconv.AppendQuote(buf[:0], *r.Comment) {
-			h ^= uint64(b)
-			h *= fnvPrime64
-		}
+		h = fnvString(h, strconv.AppendQuote(buf[:0], *r.Comment))
 	}
 	return fnvString(h, "\n"), false
 }

@@ -138,17 +138,8 @@ func (proxier *Proxier) newServicePortStage(start time.Time, fullSync bool, kern
 		if st.state == nil {
 			st.state = newKnownObjects()
 		}
-		// Both walk every service port, reading only: the affinity count on a goroutine of
-		// its own, so that the sync's goroutine waits for the longer of the two walks.
-		var affinityEndpoints int
-		counted := make(chan struct{})
-		go func() {
-			defer close(counted)
-			affinityEndpoints = st.countAffinityEndpoints()
-		}()
+		st.planClientAffinity(st.countAffinityEndpoints())
 		st.ports = st.state.sortedPorts(proxier.svcPortMap)
-		<-counted
-		st.planClientAffinity(affinityEndpoints)
 		st.listExisting()
 		return st
 	}
