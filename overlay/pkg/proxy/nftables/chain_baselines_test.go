@@ -197,10 +197,11 @@ func TestRealKernelDriftCheckOverNetlink(t *testing.T) {
 	check("after the first sync", nil, "generation", 0)
 
 	// New endpoints everywhere (a partial sync re-writes every service port), then someone
-	// else commits. With writes left for the snapshot to confirm, they cannot be confirmed
-	// any more, so the full sync lists the table as text, once, and finds nothing to re-write.
+	// else commits. With writes left for the snapshot to confirm (settle off), they cannot be
+	// confirmed any more, so the full sync lists the table as text, once, and finds nothing to
+	// re-write.
 	link := fp.kernelLink
-	link.maxConfirmNow = 0
+	link.keepPending = true
 	setSplitTestCluster(fp, 2)
 	setSplitTestCluster(ref, 2)
 	sync()
@@ -209,19 +210,18 @@ func TestRealKernelDriftCheckOverNetlink(t *testing.T) {
 	// That sync's own writes are pending, and no one else has committed since: the next one
 	// confirms them chain by chain and reads no dump of the table.
 	check("the next full sync", nil, "generation", 0)
-	// Writes beyond what confirmNow confirms at once (here: all of them), then someone else's
-	// commit: the full sync before that commit confirmed them, so the dump after it resolves
-	// every chain without a text listing.
+	// Writes left pending, then someone else's commit: the full sync before that commit
+	// confirmed them, so the dump after it resolves every chain without a text listing.
 	setSplitTestCluster(fp, 3)
 	setSplitTestCluster(ref, 3)
 	sync()
 	if m := link.memory("ip kube-proxy"); len(m.pending) == 0 {
-		t.Fatal("a partial sync's writes were confirmed although confirmNow is off")
+		t.Fatal("a partial sync's writes were confirmed although settle is off")
 	}
 	check("after writes left pending", nil, "generation", 0)
 	run("add", "table", "ip", "before-the-dump")
 	check("after someone else's commit, with the writes confirmed", nil, "netlink", 0)
-	link.maxConfirmNow = maxConfirmedAtOnce
+	link.keepPending = false
 	check("with nothing pending", nil, "generation", 0)
 
 	// A rule replaced behind kube-proxy's back keeps its handle; its chain is still found and

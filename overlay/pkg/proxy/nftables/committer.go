@@ -93,16 +93,40 @@ func (c *committer) commit(ctx context.Context, tx *knftables.Transaction) error
 	metrics.NFTablesTransactionOperations.WithLabelValues(c.ipFamily).Observe(float64(tx.NumOperations()))
 	run := func() error { return c.nft.Run(ctx, tx) }
 	if c.link != nil {
-		return c.link.runTracked(c.table, tx.String, run)
+		text := committingText(tx)
+		return c.link.runTracked(c.table, func() string { return text }, run)
 	}
 	return run()
+}
+
+// commitMarker names the chain that committingText adds to a transaction and deletes again.
+const commitMarker = "commit-marker"
+
+// committingText returns the text of tx, a transaction for the kernel link to track, after
+// making sure that tx commits if it succeeds and holds anything. When none of its operations is
+// sure to commit (certainlyCommits: a Service with no endpoints adds only map elements, and the
+// kernel commits nothing for an element that exists), it adds the chain commitMarker and deletes
+// it again, which always commits and leaves the table as it was. The link then tells its own
+// commit from someone else's by the generation alone: a transaction that might commit nothing
+// leaves a one-step move of the generation unexplained, and the link must then assume that
+// someone else committed (a new epoch), which leaves every write still pending unconfirmable
+// and makes the next full sync list the table as text.
+func committingText(tx *knftables.Transaction) string {
+	text := tx.String()
+	if text == "" || certainlyCommits(text) {
+		return text
+	}
+	tx.Add(&knftables.Chain{Name: commitMarker})
+	tx.Delete(&knftables.Chain{Name: commitMarker})
+	return tx.String()
 }
 
 // runTracked runs tx, a transaction of the proxier's own outside the sync's splitter (upstream's
 // deletion of stale chains), and notes its writes for the drift check as the splitter does.
 func (proxier *Proxier) runTracked(ctx context.Context, tx *knftables.Transaction) error {
 	if link, table := proxier.trackingLink(); link != nil {
-		return link.runTracked(table, tx.String, func() error { return proxier.nftables.Run(ctx, tx) })
+		text := committingText(tx)
+		return link.runTracked(table, func() string { return text }, func() error { return proxier.nftables.Run(ctx, tx) })
 	}
 	return proxier.nftables.Run(ctx, tx)
 }

@@ -69,9 +69,8 @@ type nftLink struct {
 	epoch      uint64
 	epochStart uint32
 	tables     map[string]*chainMemory
-	// maxConfirmNow is the most pending writes that confirmNow confirms at once
-	// (maxConfirmedAtOnce; 0 turns it off).
-	maxConfirmNow int
+	// keepPending, set by tests, turns settle off: writes then stay pending until a full sync.
+	keepPending bool
 	// own names the tables of the link's latest own commits, and keptAcrossCommits counts the
 	// snapshots kept although the other family's commits moved the generation during them
 	// (own_commits.go).
@@ -86,7 +85,7 @@ type nftLink struct {
 // newNFTLink returns a link whose sockets dial opens.
 func newNFTLink(dial func() (int, error)) *nftLink {
 	return &nftLink{dial: dial, seed: maphash.MakeSeed(), tables: map[string]*chainMemory{},
-		maxConfirmNow: maxConfirmedAtOnce, perChainAbove: perChainDumpAbove}
+		perChainAbove: perChainDumpAbove}
 }
 
 var (
@@ -164,9 +163,7 @@ func (l *nftLink) runTracked(table string, txText func() string, run func() erro
 			family, _ := splitLinkTable(table)
 			l.own.note(after, family)
 		}
-		m := l.memory(table)
-		m.noteWrites(text, l.epoch, false)
-		l.confirmNow(c, table, m, after)
+		l.memory(table).noteWrites(text, l.epoch, false)
 	default:
 		// Someone else committed too, or may have: a transaction that changes nothing
 		// commits nothing, so one commit may have been someone else's.
@@ -174,22 +171,6 @@ func (l *nftLink) runTracked(table string, txText func() string, run func() erro
 		l.memory(table).noteWrites(text, l.epoch, true)
 	}
 	return nil
-}
-
-// maxConfirmedAtOnce bounds how many chains a transaction may leave pending for confirmNow to
-// confirm them at once, one small dump each (about 14 µs, bench/RESULTS.md), so that a partial
-// sync stays short; more wait for the next full sync, which confirms them the same way (quiet)
-// or by its snapshot.
-const maxConfirmedAtOnce = 512
-
-// confirmNow confirms m's pending writes (confirm) right after kube-proxy's own commit that
-// left the ruleset at generation gen, when they are at most maxConfirmNow (a partial sync's).
-// Confirmed writes do not depend on the next full sync, and no one else's commit can make them
-// unknown. The caller holds l.mu.
-func (l *nftLink) confirmNow(c *nftNetlink, table string, m *chainMemory, gen uint32) {
-	if len(m.pending) <= l.maxConfirmNow {
-		l.confirm(c, table, m, gen)
-	}
 }
 
 // confirm turns all of m's pending writes into baselines, each by a dump of its chain by name,
@@ -223,6 +204,29 @@ func (l *nftLink) confirm(c *nftNetlink, table string, m *chainMemory, gen uint3
 	}
 	clear(m.pending)
 	return true
+}
+
+// settle confirms table's pending writes (confirm), at the end of a sync: each written chain is
+// dumped by name (about 14 µs, whatever the table's size; bench/RESULTS.md), so the cost grows
+// with what the sync wrote, and the first sync after start-up, which writes every chain, pays
+// about what one snapshot of the table costs. Confirmed writes do not depend on the next full
+// sync: left pending, they could be confirmed only if no one else committed before it, and that
+// full sync would otherwise list the whole table as text. It returns how many writes were pending
+// and whether they are all confirmed now. The caller does not hold l.mu.
+func (l *nftLink) settle(table string) (pending int, confirmed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.tables[table]
+	if m == nil || len(m.pending) == 0 || l.keepPending || !l.genKnown {
+		return 0, false
+	}
+	pending = len(m.pending)
+	c, err := l.open()
+	if err != nil {
+		return pending, false
+	}
+	defer c.close()
+	return pending, l.confirm(c, table, m, l.gen)
 }
 
 // splitLinkTable returns the netlink family and the name of a table named as in the link's
@@ -407,7 +411,7 @@ func (l *nftLink) rebaseline(table string, snap *tableSnapshot, listing *kernelL
 // last commit the link saw, every commit since the table's last complete read was one of
 // kube-proxy's own, and each of them wrote chains whose rules it knows. A commit is the only
 // way to change a chain, and each one moves the generation, so the table is then exactly as
-// remembered. Writes still pending (more than confirmNow confirms at once) are confirmed first,
+// remembered. Writes still pending (when settle could not confirm them) are confirmed first,
 // each by a dump of its chain: that keeps their baselines for a later snapshot, at a cost that
 // grows with the writes, not with the table. It returns nil otherwise (the caller reads a
 // snapshot).

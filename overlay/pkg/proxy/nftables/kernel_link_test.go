@@ -19,6 +19,7 @@ package nftables
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -112,8 +113,7 @@ func TestRealKernelTrackedCommits(t *testing.T) {
 	real, run := realNFT(t, knftables.IPv4Family)
 	_, fp := NewFakeProxier(v1.IPv4Protocol)
 	link := linkKernel(t, fp, real)
-	// Writes wait for a snapshot to be confirmed (confirmNow is checked at the end).
-	link.maxConfirmNow = 0
+	// Writes wait for a snapshot to be confirmed until the test settles them.
 	const table = "ip kube-proxy"
 	write := func(rule string) {
 		t.Helper()
@@ -168,11 +168,13 @@ func TestRealKernelTrackedCommits(t *testing.T) {
 		t.Fatalf("after a failed transaction: %+v", k)
 	}
 
-	// Confirmed at once, by a dump of the written chain, a write stands even if someone else
-	// commits after it; and the same chain changed behind kube-proxy's back after that is
-	// drifted.
-	link.maxConfirmNow = maxConfirmedAtOnce
+	// Confirmed at the end of its sync (settle), by a dump of the written chain, a write
+	// stands even if someone else commits after it; and the same chain changed behind
+	// kube-proxy's back after that is drifted.
 	write("ip daddr 10.0.0.4 drop")
+	if pending, confirmed := link.settle(table); pending != 1 || !confirmed {
+		t.Errorf("settle found %d writes pending and confirmed them: %v; want 1, true", pending, confirmed)
+	}
 	if m := link.memory(table); len(m.pending) != 0 {
 		t.Errorf("a one-chain write is still pending: %v", m.pending)
 	}
@@ -208,5 +210,59 @@ func TestCertainlyCommits(t *testing.T) {
 		if got := certainlyCommits(text); got != want {
 			t.Errorf("certainlyCommits(%q) = %v, want %v", text, got, want)
 		}
+	}
+}
+
+func TestRealKernelLargeSyncStaysConfirmed(t *testing.T) {
+	real, run := realNFT(t, knftables.IPv4Family)
+	rec, fp, _, _ := linkedProxier(t, real, 20)
+	link := fp.kernelLink
+	const table = "ip kube-proxy"
+	// The first sync writes every chain, in many transactions (at most 20 operations each):
+	// it ends by confirming them all.
+	setSplitTestCluster(fp, 1)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	m := link.memory(table)
+	if chains := strings.Count(run("list", "table", "ip", kubeProxyTable), "\tchain "); len(m.pending) != 0 || len(m.baselines) != chains || chains < 20 {
+		t.Fatalf("after the first sync: %d writes pending, %d baselines; want none pending, a baseline for each of %d chains",
+			len(m.pending), len(m.baselines), chains)
+	}
+
+	// A Service with no endpoints adds only map elements: its transaction still commits
+	// certainly, so the link's epoch goes on and the table stays as remembered.
+	epoch := link.epoch
+	makeServiceMap(fp, makeTestService("ns", "no-endpoints", func(svc *v1.Service) {
+		svc.Spec.ClusterIP = "172.30.99.1"
+		svc.Spec.Ports = []v1.ServicePort{{Name: "p", Port: 80, Protocol: v1.ProtocolTCP}}
+	}))
+	n := len(rec.texts)
+	if err := fp.syncProxyRules(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.texts) != n+1 || !strings.Contains(rec.texts[n], "add element") || !strings.Contains(rec.texts[n], commitMarker) {
+		t.Fatalf("the partial sync for a Service with no endpoints wrote %q, want its elements and the commit marker", rec.texts[n:])
+	}
+	if link.epoch != epoch {
+		t.Errorf("the element-only commit started a new epoch (%d, was %d): it was taken for someone else's", link.epoch, epoch)
+	}
+	if out := run("list", "table", "ip", kubeProxyTable); strings.Contains(out, commitMarker) || !strings.Contains(out, "172.30.99.1") {
+		t.Errorf("the table after the partial sync:\n%s\nwant the new ClusterIP and no %s", out, commitMarker)
+	}
+	if k := link.quiet(table); k == nil {
+		t.Error("after kube-proxy's own element-only commit, the table is not as remembered (quiet)")
+	}
+
+	// Someone else commits: the full sync dumps the table, and every chain resolves from the
+	// baselines the first sync's settle recorded, with no text listing and nothing re-written.
+	run("add", "table", "ip", "other")
+	listings, n := textListings(t, real), len(rec.texts)
+	periodicFullSync(t, fp)
+	if got := textListings(t, real) - listings; got != 0 {
+		t.Errorf("the full sync after someone else's commit listed the table as text %d times, want 0", got)
+	}
+	if written := rec.writtenServiceChains(n); len(written) != 0 {
+		t.Errorf("the full sync of an intact table re-wrote %v", written)
 	}
 }

@@ -19,6 +19,7 @@ package nftables
 import (
 	"cmp"
 	"context"
+	"time"
 
 	"sigs.k8s.io/knftables"
 )
@@ -127,6 +128,12 @@ func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knf
 	}
 	for _, f := range s.after {
 		f(ctx, s)
+	}
+	if s.link != nil {
+		start := time.Now()
+		if pending, confirmed := s.link.settle(s.table); pending > 0 {
+			s.proxier.logger.V(4).Info("Read back the sync's writes", "chains", pending, "confirmed", confirmed, "elapsed", time.Since(start))
+		}
 	}
 	return last, nil
 }
