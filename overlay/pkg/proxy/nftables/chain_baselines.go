@@ -97,6 +97,22 @@ type chainMemory struct {
 	elementsEpoch uint64
 }
 
+// confirmed turns every pending write into a baseline, with the kernel hash of its chain in
+// hashes, and forgets the writes.
+func (m *chainMemory) confirmed(hashes map[string]uint64) {
+	for chain, kh := range hashes {
+		m.baselines[chain] = chainBaseline{kernel: kh, text: m.pending[chain].text}
+	}
+	m.dropPending()
+}
+
+// dropPending forgets every pending write. It starts a new map rather than clearing the old
+// one: a cleared map keeps its buckets, and the first sync after start-up fills it with every
+// chain of the table, so clearing it would hold that memory for as long as the process runs.
+func (m *chainMemory) dropPending() {
+	m.pending = map[string]pendingWrite{}
+}
+
 // countSets records what a dump found of table's sets: every named set and map (named), and
 // the anonymous sets of each chain (shapes).
 func (m *chainMemory) countSets(named []string, shapes map[string]chainShape) {
@@ -189,7 +205,7 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 		verb, typ := f[0], f[1]
 		if typ == "table" && verb != "add" && verb != "create" {
 			clear(writes)
-			clear(m.pending)
+			m.dropPending()
 			clear(m.baselines)
 			m.heldValid = false
 			continue

@@ -27,8 +27,8 @@ import (
 
 // BenchmarkChainMemoryHeap reports the heap that the kernel link's chain memory alone keeps
 // alive after it noted a full sync's transactions, as the link does after its commits
-// (chainMemory.noteWrites), once their text is gone: the writes pending until the next full
-// sync's snapshot. Per chain.
+// (chainMemory.noteWrites), once their text is gone, and confirmed them into baselines, as the
+// link does at the end of the sync (settle; the kernel hashes here are made up). Per chain.
 func BenchmarkChainMemoryHeap(b *testing.B) {
 	benchmarkHeldHeap(b, "chain", func(tb testing.TB, services int) (uint64, int) {
 		fp, rec := syncedMemoryTestProxier(tb, services)
@@ -40,6 +40,15 @@ func BenchmarkChainMemoryHeap(b *testing.B) {
 		chains := len(m.pending)
 		if chains < services*6 {
 			tb.Fatalf("the chain memory has %d chains pending, want at least one per service port (%d)", chains, services*6)
+		}
+		hashes := make(map[string]uint64, chains)
+		for chain := range m.pending {
+			hashes[chain] = uint64(len(hashes))
+		}
+		m.confirmed(hashes)
+		hashes = nil
+		if len(m.baselines) != chains || len(m.pending) != 0 {
+			tb.Fatalf("after confirming: %d baselines, %d pending; want %d and none", len(m.baselines), len(m.pending), chains)
 		}
 		held := heapFreedBy(func() { m = nil })
 		runtime.KeepAlive(fp)

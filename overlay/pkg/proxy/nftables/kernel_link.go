@@ -199,10 +199,7 @@ func (l *nftLink) confirm(c *nftNetlink, table string, m *chainMemory, gen uint3
 	if now, err := c.generation(); err != nil || now != gen {
 		return false
 	}
-	for chain, kh := range hashes {
-		m.baselines[chain] = chainBaseline{kernel: kh, text: m.pending[chain].text}
-	}
-	clear(m.pending)
+	m.confirmed(hashes)
 	return true
 }
 
@@ -372,7 +369,7 @@ func (l *nftLink) resolve(table string, snap *tableSnapshot) *kernelListing {
 			delete(m.baselines, chain)
 		}
 	}
-	clear(m.pending)
+	m.dropPending()
 	m.heldValid = false
 	if len(k.unknown) == 0 && len(k.drifted) == 0 && l.onlyOwnCommitsSince(snap.gen) {
 		m.hold(k.chains, snap.sets, l.epoch)
@@ -389,7 +386,7 @@ func (l *nftLink) rebaseline(table string, snap *tableSnapshot, listing *kernelL
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	m := l.memory(table)
-	clear(m.pending)
+	m.dropPending()
 	clear(m.baselines)
 	m.heldValid = false
 	family, _ := splitLinkTable(table)

@@ -71,6 +71,8 @@ type knownObjects struct {
 
 // portObjects are one service port's objects.
 type portObjects struct {
+	// name is the service port's name, which its element claims point to.
+	name                             proxy.ServicePortName
 	elements                         []elementClaim
 	chains, affinitySets             []string
 	endpoints                        int
@@ -84,10 +86,12 @@ type elementKey struct {
 }
 
 // elementClaim is a service port's use of an element: the element of elementKey with value
-// (joined, as nftElementStorage keeps it; "" in a set) and comment.
+// (joined, as nftElementStorage keeps it; "" in a set) and comment. port points to the name in
+// the port's objects, which all its claims share (a copy in each claim cost 56 bytes more,
+// several times per port).
 type elementClaim struct {
 	elementKey
-	port    proxy.ServicePortName
+	port    *proxy.ServicePortName
 	value   string
 	comment *string
 }
@@ -156,7 +160,7 @@ func (k *knownObjects) sortedPorts(svcPortMap proxy.ServicePortMap) []proxy.Serv
 // reads rec, and shares none of its slices (recorders are recycled), so the stage's workers
 // call it for their own recorders.
 func objectsOf(name proxy.ServicePortName, rec *servicePortRecorder) *portObjects {
-	objs := &portObjects{chains: slices.Clone(rec.chains), affinitySets: slices.Clone(rec.affinitySets), endpoints: rec.endpoints,
+	objs := &portObjects{name: name, chains: slices.Clone(rec.chains), affinitySets: slices.Clone(rec.affinitySets), endpoints: rec.endpoints,
 		noLocalInternal: rec.noLocalInternal, noLocalExternal: rec.noLocalExternal,
 		elements: make([]elementClaim, 0, len(rec.elems))}
 	for _, e := range rec.entries {
@@ -164,7 +168,7 @@ func objectsOf(name proxy.ServicePortName, rec *servicePortRecorder) *portObject
 			continue
 		}
 		el := &rec.elems[e.elem]
-		c := elementClaim{elementKey: elementKey{el.storage, el.key}, port: name, value: el.value, comment: e.obj.(*knftables.Element).Comment}
+		c := elementClaim{elementKey: elementKey{el.storage, el.key}, port: &objs.name, value: el.value, comment: e.obj.(*knftables.Element).Comment}
 		// A service port has a handful of elements: a linear search beats a map.
 		seen := false
 		for i := range objs.elements {
@@ -190,7 +194,7 @@ func (o *portObjects) matches(name proxy.ServicePortName, rec *servicePortRecord
 	}
 	for i := range rec.elems {
 		c, el := &o.elements[i], &rec.elems[i]
-		if c.storage != el.storage || c.key != el.key || c.value != el.value || c.port != name {
+		if c.storage != el.storage || c.key != el.key || c.value != el.value || *c.port != name {
 			return false
 		}
 	}
@@ -242,13 +246,13 @@ func (k *knownObjects) count(o *portObjects, sign int) {
 // by c.port, replacing that port's earlier claim.
 func (k *knownObjects) claim(c *elementClaim) {
 	first, ok := k.claims[c.elementKey]
-	if !ok || first.port == c.port {
+	if !ok || *first.port == *c.port {
 		k.claims[c.elementKey] = c
 		return
 	}
 	more := k.moreClaims[c.elementKey]
 	for i := range more {
-		if more[i].port == c.port {
+		if *more[i].port == *c.port {
 			more[i] = c
 			return
 		}
@@ -286,7 +290,7 @@ func (k *knownObjects) forgetClaim(key elementKey, port proxy.ServicePortName) {
 		return
 	}
 	more := k.moreClaims[key]
-	if first.port == port {
+	if *first.port == port {
 		if len(more) == 0 {
 			delete(k.claims, key)
 			return
@@ -296,7 +300,7 @@ func (k *knownObjects) forgetClaim(key elementKey, port proxy.ServicePortName) {
 		more = more[:len(more)-1]
 	} else {
 		i := 0
-		for i < len(more) && more[i].port != port {
+		for i < len(more) && *more[i].port != port {
 			i++
 		}
 		if i == len(more) {

@@ -38,10 +38,12 @@ func TestKnownObjectsSharedElementClaims(t *testing.T) {
 	// objects returns a port's objects: its claim of the shared service-ips element, with
 	// value, and of the ClusterIP.
 	objects := func(name proxy.ServicePortName, value string, comment *string) *portObjects {
-		return &portObjects{elements: []elementClaim{
-			{elementKey: elementKey{ips, key}, port: name, value: value, comment: comment},
-			{elementKey: elementKey{cluster, "172.30.0.41"}, port: name},
-		}}
+		objs := &portObjects{name: name}
+		objs.elements = []elementClaim{
+			{elementKey: elementKey{ips, key}, port: &objs.name, value: value, comment: comment},
+			{elementKey: elementKey{cluster, "172.30.0.41"}, port: &objs.name},
+		}
+		return objs
 	}
 	k := newKnownObjects()
 	// update makes objs the objects of port name, and returns what releasing the claims it
@@ -50,7 +52,7 @@ func TestKnownObjectsSharedElementClaims(t *testing.T) {
 		tx := nft.NewTransaction()
 		_, _, _, released := k.updatePorts([]proxy.ServicePortName{name}, []*portObjects{objs})
 		for _, c := range released {
-			k.release(tx, c.elementKey, c.port)
+			k.release(tx, c.elementKey, *c.port)
 		}
 		return tx.String()
 	}
@@ -103,7 +105,7 @@ func TestKnownObjectsSharedElementClaims(t *testing.T) {
 	}
 
 	// A claimed set element has no value.
-	set := (&elementClaim{elementKey: elementKey{cluster, "172.30.0.41"}, port: a}).element()
+	set := (&elementClaim{elementKey: elementKey{cluster, "172.30.0.41"}, port: &a}).element()
 	if !reflect.DeepEqual(set, &knftables.Element{Set: clusterIPsSet, Key: []string{"172.30.0.41"}}) {
 		t.Errorf("the claimed set element is %+v", set)
 	}

@@ -396,7 +396,7 @@ func (st *servicePortStage) updateAll() {
 	}
 	_, _, _, released := st.state.updatePorts(names, objs)
 	for _, c := range released {
-		st.state.forgetClaim(c.elementKey, c.port)
+		st.state.forgetClaim(c.elementKey, *c.port)
 	}
 	st.state.order = st.ports // every current port, sorted
 }

@@ -242,7 +242,7 @@ func (st *servicePortStage) retirePorts(names []proxy.ServicePortName, objs []*p
 	}
 	st.droppedSets = append(st.droppedSets, droppedSets...)
 	for _, claim := range released {
-		st.state.release(writer(claim.port), claim.elementKey, claim.port)
+		st.state.release(writer(*claim.port), claim.elementKey, *claim.port)
 	}
 	return dropped
 }
