@@ -34,10 +34,11 @@ import (
 //   - from a text listing and a netlink snapshot that saw the same table: the same ruleset
 //     generation, or one moved only by the other family's commits (own_commits.go); or
 //   - from kube-proxy's own writes. A transaction that flushed a chain and added its rules
-//     leaves the chain with the text of those rules: a pending write. The next full sync's
-//     snapshot turns it into a baseline if no one else has committed since. To know that, the
-//     link reads the ruleset generation before and after each of kube-proxy's transactions:
-//     the kernel adds one per commit, for any table in the network namespace.
+//     leaves the chain with the text of those rules: a pending write. The end of the sync
+//     (nftLink.settle), or else the next full sync's snapshot, turns it into a baseline if no
+//     one else has committed since. To know that, the link reads the ruleset generation before
+//     and after each of kube-proxy's transactions: the kernel adds one per commit, for any
+//     table in the network namespace.
 //
 // A full sync reads a snapshot and, for each chain of the table:
 //   - a pending write that nothing else can have overwritten gives its text hash;
@@ -64,7 +65,7 @@ type chainBaseline struct {
 	kernel, text uint64
 }
 
-// pendingWrite is what kube-proxy wrote to a chain since the last snapshot.
+// pendingWrite is what kube-proxy wrote to a chain and has not yet confirmed.
 type pendingWrite struct {
 	text  uint64
 	epoch uint64
@@ -97,13 +98,16 @@ type chainMemory struct {
 	elementsEpoch uint64
 }
 
-// confirmed turns every pending write into a baseline, with the kernel hash of its chain in
-// hashes, and forgets the writes.
+// confirmed turns the pending write of each chain in hashes into a baseline, with the kernel
+// hash given there, and forgets those writes.
 func (m *chainMemory) confirmed(hashes map[string]uint64) {
 	for chain, kh := range hashes {
 		m.baselines[chain] = chainBaseline{kernel: kh, text: m.pending[chain].text}
+		delete(m.pending, chain)
 	}
-	m.dropPending()
+	if len(m.pending) == 0 {
+		m.dropPending()
+	}
 }
 
 // dropPending forgets every pending write. It starts a new map rather than clearing the old
@@ -263,8 +267,7 @@ func (m *chainMemory) noteWrites(text string, epoch uint64, unsure bool) {
 // ownName returns a copy of name, a field of a command that nftCommands split: the fields are
 // parts of the command's line, and a map key that is one keeps the whole line alive (assigning
 // to a map, even to a key it has, stores the key given). A chain memory keeps tens of thousands
-// of chain names, from one sync's writes to the next full sync's snapshot and beyond, in its
-// baselines.
+// of chain names, as pending writes and then in its baselines.
 func ownName(name string) string {
 	return strings.Clone(name)
 }

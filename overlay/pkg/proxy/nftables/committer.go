@@ -122,7 +122,8 @@ func committingText(tx *knftables.Transaction) string {
 }
 
 // runTracked runs tx, a transaction of the proxier's own outside the sync's splitter (upstream's
-// deletion of stale chains), and notes its writes for the drift check as the splitter does.
+// deletion of stale chains, the affinity set's resize), and notes its writes for the drift check
+// as the splitter does.
 func (proxier *Proxier) runTracked(ctx context.Context, tx *knftables.Transaction) error {
 	if link, table := proxier.trackingLink(); link != nil {
 		text := committingText(tx)

@@ -173,13 +173,23 @@ func (l *nftLink) runTracked(table string, txText func() string, run func() erro
 	return nil
 }
 
-// confirm turns all of m's pending writes into baselines, each by a dump of its chain by name,
-// if every one is sure and of the link's epoch and the ruleset is at generation gen, the one
-// after kube-proxy's last commit, once they are read: no one else can then have committed
-// since the writes. It reports whether no write is left pending; on any failure they all stay
-// pending. The caller holds l.mu.
-func (l *nftLink) confirm(c *nftNetlink, table string, m *chainMemory, gen uint32) bool {
-	if len(m.pending) == 0 {
+// confirm turns m's pending writes into baselines, each by a dump of its chain by name: those
+// of chains (all of them when chains is nil) that are sure and of the link's epoch, if the
+// ruleset is at generation gen, the one after kube-proxy's last commit, once they are read: no
+// one else can then have committed since the writes. Other writes stay pending, and on any
+// failure all of them do. It reports whether it read what it needed (false: a failure). The
+// caller holds l.mu.
+func (l *nftLink) confirm(c *nftNetlink, table string, m *chainMemory, gen uint32, chains []string) bool {
+	if chains == nil {
+		chains = slices.Collect(maps.Keys(m.pending))
+	}
+	var sure []string
+	for _, chain := range chains {
+		if p, ok := m.pending[chain]; ok && !p.unsure && p.epoch == l.epoch {
+			sure = append(sure, chain)
+		}
+	}
+	if len(sure) == 0 {
 		return true
 	}
 	family, name := splitLinkTable(table)
@@ -187,11 +197,8 @@ func (l *nftLink) confirm(c *nftNetlink, table string, m *chainMemory, gen uint3
 	if err != nil {
 		return false
 	}
-	hashes := make(map[string]uint64, len(m.pending))
-	for chain, p := range m.pending {
-		if p.unsure || p.epoch != l.epoch {
-			return false
-		}
+	hashes := make(map[string]uint64, len(sure))
+	for _, chain := range sure {
 		if hashes[chain], err = c.chainHash(family, name, chain, l.seed, sets); err != nil {
 			return false
 		}
@@ -203,27 +210,54 @@ func (l *nftLink) confirm(c *nftNetlink, table string, m *chainMemory, gen uint3
 	return true
 }
 
+// confirmBatch is how many pending writes settle confirms while it holds the link's lock, which
+// the other family's commits and snapshots wait for.
+const confirmBatch = 512
+
 // settle confirms table's pending writes (confirm), at the end of a sync: each written chain is
 // dumped by name (about 14 µs, whatever the table's size; bench/RESULTS.md), so the cost grows
 // with what the sync wrote, and the first sync after start-up, which writes every chain, pays
-// about what one snapshot of the table costs. Confirmed writes do not depend on the next full
-// sync: left pending, they could be confirmed only if no one else committed before it, and that
-// full sync would otherwise list the whole table as text. It returns how many writes were pending
-// and whether they are all confirmed now. The caller does not hold l.mu.
+// about what one snapshot of the table costs. It confirms confirmBatch writes at a time and lets
+// the link's lock go in between. Confirmed writes do not depend on the next full sync: left
+// pending, they could be confirmed only if no one else committed before it, and that full sync
+// would otherwise list the whole table as text. It returns how many writes were pending and
+// whether none is left. The caller does not hold l.mu.
 func (l *nftLink) settle(table string) (pending int, confirmed bool) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	m := l.tables[table]
-	if m == nil || len(m.pending) == 0 || l.keepPending || !l.genKnown {
+	if m == nil || len(m.pending) == 0 || l.keepPending {
+		l.mu.Unlock()
 		return 0, false
 	}
 	pending = len(m.pending)
+	chains := slices.Collect(maps.Keys(m.pending))
+	l.mu.Unlock()
+	for len(chains) > 0 {
+		batch := chains[:min(confirmBatch, len(chains))]
+		chains = chains[len(batch):]
+		if !l.confirmBatch(table, m, batch) {
+			break
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return pending, len(m.pending) == 0
+}
+
+// confirmBatch confirms the pending writes of chains (confirm) at the generation of the link's
+// last commit, through a socket of its own. It reports whether it could read them.
+func (l *nftLink) confirmBatch(table string, m *chainMemory, chains []string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.genKnown {
+		return false
+	}
 	c, err := l.open()
 	if err != nil {
-		return pending, false
+		return false
 	}
 	defer c.close()
-	return pending, l.confirm(c, table, m, l.gen)
+	return l.confirm(c, table, m, l.gen, chains)
 }
 
 // splitLinkTable returns the netlink family and the name of a table named as in the link's
@@ -424,7 +458,7 @@ func (l *nftLink) quiet(table string) *kernelListing {
 		return nil
 	}
 	defer c.close()
-	if gen, err := c.generation(); err != nil || gen != l.gen || !l.confirm(c, table, m, gen) {
+	if gen, err := c.generation(); err != nil || gen != l.gen || !l.confirm(c, table, m, gen, nil) || len(m.pending) > 0 {
 		return nil
 	}
 	return &kernelListing{chains: maps.Clone(m.held), sets: slices.Sorted(maps.Keys(m.heldSets)), listedSets: true, drifted: map[string]bool{}}

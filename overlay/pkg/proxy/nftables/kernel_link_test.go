@@ -19,10 +19,13 @@ package nftables
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 )
 
@@ -178,6 +181,21 @@ func TestRealKernelTrackedCommits(t *testing.T) {
 	if m := link.memory(table); len(m.pending) != 0 {
 		t.Errorf("a one-chain write is still pending: %v", m.pending)
 	}
+	// A write whose outcome is unknown stays pending, and does not keep settle from
+	// confirming the sure ones.
+	write("ip daddr 10.0.0.5 drop")
+	link.memory(table).noteWrites("flush chain ip kube-proxy b\nadd rule ip kube-proxy b counter\n", link.epoch, true)
+	if pending, confirmed := link.settle(table); pending != 2 || confirmed {
+		t.Errorf("settle with one unsure write found %d pending, all confirmed: %v; want 2, false", pending, confirmed)
+	}
+	if m := link.memory(table); len(m.pending) != 1 || !m.pending["b"].unsure || m.baselines["a"].text != hashRule(fnvOffset64, "ip daddr 10.0.0.5 drop") {
+		t.Errorf("after settle: pending %v, baseline of a %+v; want only b pending and a confirmed", m.pending, m.baselines["a"])
+	}
+	link.memory(table).dropPending()
+	write("ip daddr 10.0.0.4 drop")
+	if pending, confirmed := link.settle(table); pending != 1 || !confirmed {
+		t.Errorf("settle found %d writes pending and confirmed them: %v; want 1, true", pending, confirmed)
+	}
 	run("add", "table", "ip", "yet-another")
 	if k := resolve(); len(k.unknown) != 0 || k.drifted["a"] || k.chains["a"] != hashRule(fnvOffset64, "ip daddr 10.0.0.4 drop") {
 		t.Fatalf("a write confirmed at once, then someone else's commit: %+v", k)
@@ -215,19 +233,34 @@ func TestCertainlyCommits(t *testing.T) {
 
 func TestRealKernelLargeSyncStaysConfirmed(t *testing.T) {
 	real, run := realNFT(t, knftables.IPv4Family)
-	rec, fp, _, _ := linkedProxier(t, real, 20)
+	// One transaction per sync, as without --max-sync-transaction-size.
+	rec, fp, _, _ := linkedProxier(t, real, 0)
 	link := fp.kernelLink
 	const table = "ip kube-proxy"
-	// The first sync writes every chain, in many transactions (at most 20 operations each):
-	// it ends by confirming them all.
-	setSplitTestCluster(fp, 1)
+	// The first sync writes every chain, more than settle confirms at once (confirmBatch): it
+	// ends by confirming them all, batch by batch.
+	for i := 1; i <= confirmBatch+20; i++ {
+		name := fmt.Sprintf("svc%d", i)
+		makeServiceMap(fp, makeTestService("ns", name, func(svc *v1.Service) {
+			svc.Spec.ClusterIP = fmt.Sprintf("172.30.%d.%d", i/250, i%250+1)
+			svc.Spec.Ports = []v1.ServicePort{{Name: "p", Port: 80, Protocol: v1.ProtocolTCP}}
+		}))
+		populateEndpointSlices(fp, makeTestEndpointSlice("ns", name, 1, func(eps *discovery.EndpointSlice) {
+			eps.AddressType = discovery.AddressTypeIPv4
+			eps.Endpoints = []discovery.Endpoint{
+				{Addresses: []string{fmt.Sprintf("10.180.%d.%d", i/250, i%250+1)}},
+				{Addresses: []string{fmt.Sprintf("10.181.%d.%d", i/250, i%250+1)}},
+			}
+			eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To[int32](80), Protocol: ptr.To(v1.ProtocolTCP)}}
+		}))
+	}
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatal(err)
 	}
 	m := link.memory(table)
-	if chains := strings.Count(run("list", "table", "ip", kubeProxyTable), "\tchain "); len(m.pending) != 0 || len(m.baselines) != chains || chains < 20 {
-		t.Fatalf("after the first sync: %d writes pending, %d baselines; want none pending, a baseline for each of %d chains",
-			len(m.pending), len(m.baselines), chains)
+	if chains := strings.Count(run("list", "table", "ip", kubeProxyTable), "\tchain "); len(m.pending) != 0 || len(m.baselines) != chains || chains <= confirmBatch {
+		t.Fatalf("after the first sync: %d writes pending, %d baselines; want none pending, a baseline for each of %d chains (more than %d)",
+			len(m.pending), len(m.baselines), chains, confirmBatch)
 	}
 
 	// A Service with no endpoints adds only map elements: its transaction still commits

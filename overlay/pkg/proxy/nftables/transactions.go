@@ -118,24 +118,31 @@ func (s *txSplitter) cut(tx *knftables.Transaction) *knftables.Transaction {
 }
 
 // run commits the queued transactions and then last, in order (committer.runAll, isolating
-// when the sync's strategy says so), and then runs what afterCommit added. It returns the
-// failed transaction and the error, or last and nil.
+// when the sync's strategy says so), and then runs what afterCommit added. Last, even after a
+// failure (isolating, the others committed), it confirms what the sync wrote (nftLink.settle).
+// It returns the failed transaction and the error, or last and nil.
 func (s *txSplitter) run(ctx context.Context, last *knftables.Transaction) (*knftables.Transaction, error) {
 	all := append(s.queued, last)
 	s.queued = nil
+	defer s.settle()
 	if failed, err := s.runAll(ctx, all, s.cleanupFrom, s.isolating()); err != nil {
 		return failed, err
 	}
 	for _, f := range s.after {
 		f(ctx, s)
 	}
-	if s.link != nil {
-		start := time.Now()
-		if pending, confirmed := s.link.settle(s.table); pending > 0 {
-			s.proxier.logger.V(4).Info("Read back the sync's writes", "chains", pending, "confirmed", confirmed, "elapsed", time.Since(start))
-		}
-	}
 	return last, nil
+}
+
+// settle confirms the sync's writes through the kernel link, if it tracks them.
+func (s *txSplitter) settle() {
+	if s.link == nil {
+		return
+	}
+	start := time.Now()
+	if pending, confirmed := s.link.settle(s.table); pending > 0 {
+		s.proxier.logger.V(4).Info("Read back the sync's writes", "chains", pending, "confirmed", confirmed, "elapsed", time.Since(start))
+	}
 }
 
 // afterCommit adds f to what run does after every transaction of the sync has committed.
