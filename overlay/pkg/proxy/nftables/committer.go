@@ -93,8 +93,7 @@ func (c *committer) commit(ctx context.Context, tx *knftables.Transaction) error
 	metrics.NFTablesTransactionOperations.WithLabelValues(c.ipFamily).Observe(float64(tx.NumOperations()))
 	run := func() error { return c.nft.Run(ctx, tx) }
 	if c.link != nil {
-		text := committingText(tx)
-		return c.link.runTracked(c.table, func() string { return text }, run)
+		return c.link.runTracked(c.table, committingText(tx), run)
 	}
 	return run()
 }
@@ -126,8 +125,7 @@ func committingText(tx *knftables.Transaction) string {
 // as the splitter does.
 func (proxier *Proxier) runTracked(ctx context.Context, tx *knftables.Transaction) error {
 	if link, table := proxier.trackingLink(); link != nil {
-		text := committingText(tx)
-		return link.runTracked(table, func() string { return text }, func() error { return proxier.nftables.Run(ctx, tx) })
+		return link.runTracked(table, committingText(tx), func() error { return proxier.nftables.Run(ctx, tx) })
 	}
 	return proxier.nftables.Run(ctx, tx)
 }

@@ -119,11 +119,12 @@ func (l *nftLink) open() (*nftNetlink, error) {
 	return newNFTNetlink(fd), nil
 }
 
-// runTracked runs one of kube-proxy's transactions on table (run) with text txText, and notes
+// runTracked runs one of kube-proxy's transactions on table (run) with text text (from
+// committingText, so that it certainly commits if it succeeds and holds anything), and notes
 // what it wrote: the generation before and after tell whether anyone else committed since the
 // link last looked, or during the transaction. Only one tracked transaction runs at a time in a
 // link. It returns run's error.
-func (l *nftLink) runTracked(table string, txText func() string, run func() error) error {
+func (l *nftLink) runTracked(table string, text string, run func() error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var before, after uint32
@@ -140,7 +141,7 @@ func (l *nftLink) runTracked(table string, txText func() string, run func() erro
 		// Without the generations nothing is known of what happened around the commit.
 		l.lost()
 		if runErr == nil {
-			l.memory(table).noteWrites(txText(), l.epoch, true)
+			l.memory(table).noteWrites(text, l.epoch, true)
 		}
 		return runErr
 	}
@@ -154,7 +155,6 @@ func (l *nftLink) runTracked(table string, txText func() string, run func() erro
 		}
 		return runErr
 	}
-	text := txText()
 	switch {
 	case after == before || after == before+1 && certainlyCommits(text):
 		// If after == before, nothing was committed: the transaction only added objects that

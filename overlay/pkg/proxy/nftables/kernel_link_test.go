@@ -19,13 +19,10 @@ package nftables
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	discovery "k8s.io/api/discovery/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 )
 
@@ -125,7 +122,7 @@ func TestRealKernelTrackedCommits(t *testing.T) {
 		tx.Add(&knftables.Chain{Name: "a"})
 		tx.Flush(&knftables.Chain{Name: "a"})
 		tx.Add(&knftables.Rule{Chain: "a", Rule: rule})
-		if err := link.runTracked(table, tx.String, func() error { return real.Run(context.Background(), tx) }); err != nil {
+		if err := link.runTracked(table, tx.String(), func() error { return real.Run(context.Background(), tx) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -164,7 +161,7 @@ func TestRealKernelTrackedCommits(t *testing.T) {
 	tx := real.NewTransaction()
 	tx.Flush(&knftables.Chain{Name: "a"})
 	tx.Add(&knftables.Rule{Chain: "a", Rule: "this is not a rule"})
-	if err := link.runTracked(table, tx.String, func() error { return real.Run(context.Background(), tx) }); err == nil {
+	if err := link.runTracked(table, tx.String(), func() error { return real.Run(context.Background(), tx) }); err == nil {
 		t.Fatal("the broken transaction succeeded")
 	}
 	if k := resolve(); len(k.unknown) != 0 || k.chains["a"] != hashRule(fnvOffset64, "ip daddr 10.0.0.3 drop") {
@@ -208,7 +205,7 @@ func TestRealKernelTrackedCommits(t *testing.T) {
 	// A link that cannot open sockets runs the transaction and confirms nothing.
 	broken := newNFTLink(func() (int, error) { return -1, errors.New("no netlink") })
 	ran := false
-	if err := broken.runTracked(table, tx.String, func() error { ran = true; return nil }); err != nil || !ran {
+	if err := broken.runTracked(table, tx.String(), func() error { ran = true; return nil }); err != nil || !ran {
 		t.Errorf("without netlink, runTracked ran=%v err=%v", ran, err)
 	}
 }
@@ -239,21 +236,7 @@ func TestRealKernelLargeSyncStaysConfirmed(t *testing.T) {
 	const table = "ip kube-proxy"
 	// The first sync writes every chain, more than settle confirms at once (confirmBatch): it
 	// ends by confirming them all, batch by batch.
-	for i := 1; i <= confirmBatch+20; i++ {
-		name := fmt.Sprintf("svc%d", i)
-		makeServiceMap(fp, makeTestService("ns", name, func(svc *v1.Service) {
-			svc.Spec.ClusterIP = fmt.Sprintf("172.30.%d.%d", i/250, i%250+1)
-			svc.Spec.Ports = []v1.ServicePort{{Name: "p", Port: 80, Protocol: v1.ProtocolTCP}}
-		}))
-		populateEndpointSlices(fp, makeTestEndpointSlice("ns", name, 1, func(eps *discovery.EndpointSlice) {
-			eps.AddressType = discovery.AddressTypeIPv4
-			eps.Endpoints = []discovery.Endpoint{
-				{Addresses: []string{fmt.Sprintf("10.180.%d.%d", i/250, i%250+1)}},
-				{Addresses: []string{fmt.Sprintf("10.181.%d.%d", i/250, i%250+1)}},
-			}
-			eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To[int32](80), Protocol: ptr.To(v1.ProtocolTCP)}}
-		}))
-	}
+	setOnePortTestServices(fp, "ns", confirmBatch+20)
 	if err := fp.syncProxyRules(); err != nil {
 		t.Fatal(err)
 	}

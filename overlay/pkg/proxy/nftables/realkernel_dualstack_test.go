@@ -92,7 +92,7 @@ func newDualStackPair(t *testing.T, services int) *dualStackPair {
 	if err := p.fp4.syncProxyRules(); err != nil {
 		t.Fatal(err)
 	}
-	setIPv6TestServices(p.fp6, services)
+	setOnePortTestServices(p.fp6, "ns6", services)
 	if err := p.fp6.syncProxyRules(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,21 +105,26 @@ func newDualStackPair(t *testing.T, services int) *dualStackPair {
 	return p
 }
 
-// setIPv6TestServices gives fp, an IPv6 proxier, n ClusterIP Services of one TCP port, each
-// with two endpoints.
-func setIPv6TestServices(fp *Proxier, n int) {
+// setOnePortTestServices gives fp n ClusterIP Services in namespace, of one TCP port each,
+// each with two endpoints, addressed in fp's IP family.
+func setOnePortTestServices(fp *Proxier, namespace string, n int) {
+	addressType, clusterIP, endpoint := discovery.AddressTypeIPv4, func(i int) string {
+		return fmt.Sprintf("172.30.%d.%d", i/250, i%250+1)
+	}, func(j, i int) string { return fmt.Sprintf("10.%d.%d.%d", 179+j, i/250, i%250+1) }
+	if fp.ipFamily == v1.IPv6Protocol {
+		addressType, clusterIP, endpoint = discovery.AddressTypeIPv6, func(i int) string {
+			return fmt.Sprintf("fd00:172:30::%x", i)
+		}, func(j, i int) string { return fmt.Sprintf("fd00:10:180::%d:%x", j, i) }
+	}
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("svc%d", i)
-		makeServiceMap(fp, makeTestService("ns6", name, func(svc *v1.Service) {
-			svc.Spec.ClusterIP = fmt.Sprintf("fd00:172:30::%x", i)
+		makeServiceMap(fp, makeTestService(namespace, name, func(svc *v1.Service) {
+			svc.Spec.ClusterIP = clusterIP(i)
 			svc.Spec.Ports = []v1.ServicePort{{Name: "p80", Port: 80, Protocol: v1.ProtocolTCP}}
 		}))
-		populateEndpointSlices(fp, makeTestEndpointSlice("ns6", name, 1, func(eps *discovery.EndpointSlice) {
-			eps.AddressType = discovery.AddressTypeIPv6
-			eps.Endpoints = []discovery.Endpoint{
-				{Addresses: []string{fmt.Sprintf("fd00:10:180::1:%x", i)}},
-				{Addresses: []string{fmt.Sprintf("fd00:10:180::2:%x", i)}},
-			}
+		populateEndpointSlices(fp, makeTestEndpointSlice(namespace, name, 1, func(eps *discovery.EndpointSlice) {
+			eps.AddressType = addressType
+			eps.Endpoints = []discovery.Endpoint{{Addresses: []string{endpoint(1, i)}}, {Addresses: []string{endpoint(2, i)}}}
 			eps.Ports = []discovery.EndpointPort{{Name: ptr.To("p80"), Port: ptr.To[int32](80), Protocol: ptr.To(v1.ProtocolTCP)}}
 		}))
 	}
